@@ -1,0 +1,231 @@
+"""The agent: a bounded context → provider → tools → repeat loop with push and pull surfaces."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Generator, Iterable, Mapping, Sequence
+from typing import Any
+
+from .abort import Abort, AbortSignal
+from .authority import Authority
+from .budget import Budget
+from .channel import Channel
+from .chunks import AgentChunk, AgentResult, AgentStatus
+from .constants import DEFAULT_AGENT_LIMIT
+from .context import AgentContext
+from .conversation import Conversation
+from .conversation_manager import ConversationManager
+from .emitter import Emitter, ErrorHandler, Listener
+from .errors import AgentError
+from .instructions import InstructionManager
+from .messages import Message, mint_id
+from .provider import Provider, ProviderStreamOptions, ThinkingLevel
+from .run import Run
+from .scheduler import Scheduler
+from .scopes import Scope
+from .timeout import Timeout
+from .tools import ToolManager
+from .usage import TokenUsage
+from .workspace_manager import WorkspaceManager
+
+__all__ = ["AGENT_EVENTS", "Agent", "AgentStream", "create_agent"]
+
+AGENT_EVENTS = (
+    "start",
+    "turn",
+    "tool",
+    "usage",
+    "deny",
+    "finish",
+    "error",
+    "abort",
+    "exhaust",
+    "compact_error",
+)
+
+
+class AgentStream:
+    """A live run: iterate ``events`` for chunks, await ``result``, ``abort()`` to cancel."""
+
+    __slots__ = ("_abort", "_channel", "_task", "result")
+
+    def __init__(self, channel: Channel[AgentChunk], task: asyncio.Task[AgentResult], abort: Abort):
+        self._channel = channel
+        self._task = task
+        self._abort = abort
+        self.result: asyncio.Future[AgentResult] = task
+
+    @property
+    def events(self) -> AsyncIterator[AgentChunk]:
+        return aiter(self._channel)
+
+    def abort(self, reason: object = None) -> None:
+        """Cancel the run; ``result`` resolves partial with what streamed so far."""
+        self._abort.abort(reason)
+
+    def __await__(self) -> Generator[Any, None, AgentResult]:
+        return self._task.__await__()
+
+
+def _number(name: str, value: object, *, integer: bool = False) -> None:
+    kinds = int if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:  # type: ignore[operator]
+        kind = "non-negative integer" if integer else "non-negative number"
+        raise ValueError(f"{name} must be a {kind}, not {value!r}")
+
+
+class Agent:
+    """The bounded agent loop over one provider; ``generate`` and ``stream`` share one run."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        system: str | None = None,
+        tools: ToolManager | None = None,
+        instructions: InstructionManager | None = None,
+        workspaces: WorkspaceManager | None = None,
+        scope: Scope | None = None,
+        conversations: ConversationManager | None = None,
+        conversation: Conversation | None = None,
+        context: AgentContext | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        budget: Budget[TokenUsage] | None = None,
+        scheduler: Scheduler | None = None,
+        signal: AbortSignal | None = None,
+        authority: Authority | None = None,
+        window: Budget[Sequence[Message]] | None = None,
+        strict: bool = False,
+        on: Mapping[str, Listener | Iterable[Listener]] | None = None,
+        error: ErrorHandler | None = None,
+    ) -> None:
+        if not callable(getattr(provider, "stream", None)):
+            raise TypeError("provider must implement the Provider contract (stream/generate)")
+        if limit is not None:
+            _number("limit", limit, integer=True)
+        if timeout is not None:
+            _number("timeout", timeout)
+        if signal is not None and not isinstance(signal, AbortSignal):
+            raise TypeError("signal must be an AbortSignal")
+        self.id = mint_id()
+        self.provider = provider
+        self.context = context or AgentContext(
+            system=system,
+            tools=tools,
+            instructions=instructions,
+            workspaces=workspaces,
+            scope=scope,
+            conversations=conversations,
+            conversation=conversation,
+        )
+        self.limit = DEFAULT_AGENT_LIMIT if limit is None else limit
+        self.timeout = timeout
+        self.budget = budget
+        self.scheduler = scheduler
+        self.signal = signal
+        self.authority = authority
+        self.window = window
+        self.strict = strict
+        self.emitter = Emitter(on=on, error=error)
+        self._status: AgentStatus = "idle"
+        self._runs: set[Abort] = set()
+
+    @property
+    def status(self) -> AgentStatus:
+        return self._status
+
+    def stream(
+        self,
+        *,
+        think: bool | ThinkingLevel | None = None,
+        schema: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+        budget: Budget[TokenUsage] | None = None,
+        signal: AbortSignal | None = None,
+    ) -> AgentStream:
+        """Start a run and return its live handle. Raises ``AgentError`` synchronously."""
+        if limit is not None:
+            _number("limit", limit, integer=True)
+        if timeout is not None:
+            _number("timeout", timeout)
+        if signal is not None and not isinstance(signal, AbortSignal):
+            raise TypeError("signal must be an AbortSignal")
+        if self._runs and (self.window is not None or (self.budget is not None and budget is None)):
+            raise AgentError(
+                "CONCURRENCY",
+                "a run is already in flight on this agent and would share its "
+                "budget/window accounting; pass a per-run budget or use another agent",
+            )
+        run_budget = budget if budget is not None else self.budget
+        if run_budget is not None:
+            run_budget.start()
+        seconds = timeout if timeout is not None else self.timeout
+        deadline = Timeout(seconds).start() if seconds is not None else None
+        bound = Abort(
+            AbortSignal.any(
+                [
+                    self.signal,
+                    signal,
+                    deadline.signal if deadline is not None else None,
+                    run_budget.signal if run_budget is not None else None,
+                ]
+            )
+        )
+        options = (
+            ProviderStreamOptions(think=think, schema=schema)
+            if think is not None or schema is not None
+            else None
+        )
+        channel: Channel[AgentChunk] = Channel()
+        run = Run(
+            self,
+            channel,
+            limit=self.limit if limit is None else limit,
+            bound=bound,
+            timeout=deadline,
+            budget=run_budget,
+            window=self.window,
+            options=options,
+        )
+        self._runs.add(bound)
+        self._status = "running"
+        self.emitter.emit("start")
+        task = asyncio.Task(
+            self._pump(run, channel, bound), loop=asyncio.get_running_loop(), eager_start=True
+        )
+        return AgentStream(channel, task, bound)
+
+    async def _pump(self, run: Run, channel: Channel[AgentChunk], bound: Abort) -> AgentResult:
+        try:
+            result = await run.execute()
+        except BaseException as error:
+            self._runs.discard(bound)
+            self._status = "error"
+            channel.fail(error) if isinstance(error, Exception) else channel.close()
+            if isinstance(error, Exception):
+                self.emitter.emit("error", error)
+            raise
+        self._runs.discard(bound)
+        self._status = "done"
+        channel.close()
+        self.emitter.emit("finish", result)
+        return result
+
+    async def generate(self, **options: Any) -> AgentResult:
+        """Run to completion (draining the same stream ``stream`` exposes)."""
+        stream = self.stream(**options)
+        async for _ in stream.events:
+            pass
+        return await stream.result
+
+    def abort(self, reason: object = None) -> None:
+        """Cancel every in-flight run of this agent."""
+        for bound in list(self._runs):
+            bound.abort(reason)
+
+
+def create_agent(provider: Provider, **options: Any) -> Agent:
+    """Create an ``Agent`` over ``provider``; see ``Agent`` for the keyword options."""
+    return Agent(provider, **options)

@@ -1,0 +1,77 @@
+"""A consume-to-a-ceiling meter whose signal fires when the ceiling is reached."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
+
+from .abort import AbortSignal
+from .usage import TokenUsage
+
+__all__ = ["BUDGET_EXHAUSTED", "Budget", "TokenScope", "create_budget", "create_token_budget"]
+
+T = TypeVar("T")
+TokenScope = Literal["total", "prompt", "completion"]
+BUDGET_EXHAUSTED = "budget exhausted"
+
+
+class Budget[T]:
+    """Meters what ``consume`` measures; ``exhausted`` and the signal trip at ``max``."""
+
+    __slots__ = ("_consume", "_signal", "consumed", "max")
+
+    def __init__(self, max: float, consume: Callable[[T], float]) -> None:
+        if isinstance(max, bool) or not isinstance(max, int | float) or math.isnan(max) or max < 0:
+            raise ValueError(f"budget max must be a non-negative number, not {max!r}")
+        if not callable(consume):
+            raise TypeError("budget consume must be callable")
+        self.max = max
+        self._consume = consume
+        self.consumed: float = 0
+        self._signal = AbortSignal()
+
+    @property
+    def signal(self) -> AbortSignal:
+        return self._signal
+
+    @property
+    def exhausted(self) -> bool:
+        return self.consumed >= self.max
+
+    def start(self) -> Budget[T]:
+        """Begin a fresh metering window: nothing consumed, an unfired signal."""
+        self.clear()
+        return self
+
+    def clear(self) -> None:
+        """Reset to nothing consumed (a fired signal is replaced by a fresh one)."""
+        self.consumed = 0
+        if self._signal.aborted:
+            self._signal = AbortSignal()
+
+    def consume(self, value: T) -> float:
+        """Charge what ``consume(value)`` measures; fire the signal on reaching ``max``."""
+        amount = self._consume(value)
+        if amount and amount > 0:
+            self.consumed += amount
+        if self.consumed >= self.max and not self._signal.aborted:
+            self._signal._fire(BUDGET_EXHAUSTED)
+        return self.consumed
+
+
+def create_budget[T](max: float, consume: Callable[[T], float]) -> Budget[T]:
+    """Create a ``Budget`` measuring with ``consume`` up to ``max``."""
+    return Budget(max, consume)
+
+
+def _usage_field(usage: TokenUsage | Mapping[str, Any], scope: TokenScope) -> float:
+    value = getattr(usage, scope) if isinstance(usage, TokenUsage) else usage.get(scope, 0)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def create_token_budget(max: float, scope: TokenScope = "total") -> Budget[TokenUsage]:
+    """A ``Budget`` over ``TokenUsage``, charging its ``scope`` field (total/prompt/completion)."""
+    if scope not in ("total", "prompt", "completion"):
+        raise ValueError(f"token budget scope must be total, prompt or completion, not {scope!r}")
+    return Budget(max, lambda usage: _usage_field(usage, scope))

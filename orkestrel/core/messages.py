@@ -1,0 +1,191 @@
+"""Messages, tool calls and tool results: the records a conversation is made of."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "Message",
+    "MessageInput",
+    "MessageRole",
+    "ToolCall",
+    "ToolCallInput",
+    "ToolResult",
+    "create_message",
+    "is_message",
+    "is_tool_call",
+    "message_to_dict",
+    "mint_id",
+    "to_tool_call",
+]
+
+MessageRole = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset(get_args(MessageRole))
+
+
+def mint_id() -> str:
+    """A fresh random UUID string."""
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the model emitted: ``arguments`` is the parsed JSON object."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one ``ToolCall``: ``value`` on success, ``error`` on failure."""
+
+    id: str
+    name: str
+    value: Any = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "name": self.name}
+        if self.error is not None:
+            data["error"] = self.error
+        else:
+            data["value"] = self.value
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One stored turn; ``calls`` only on an assistant turn that called tools.
+
+    ``tool_call_id`` links a ``tool`` message to the call it answers (providers need it).
+    """
+
+    id: str
+    role: MessageRole
+    content: str
+    calls: tuple[ToolCall, ...] | None = None
+    images: tuple[str, ...] | None = None
+    tool_call_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return message_to_dict(self)
+
+
+ToolCallInput = ToolCall | Mapping[str, Any]
+MessageInput = Message | Mapping[str, Any]
+
+
+def to_tool_call(value: ToolCallInput) -> ToolCall:
+    """Coerce a mapping into a ``ToolCall``; raise ``TypeError`` naming the bad field."""
+    if isinstance(value, ToolCall):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"tool call must be a mapping, not {type(value).__name__}")
+    call_id, name, arguments = value.get("id"), value.get("name"), value.get("arguments", {})
+    if not isinstance(call_id, str):
+        raise TypeError("tool call id must be a string")
+    if not isinstance(name, str) or not name:
+        raise TypeError("tool call name must be a non-empty string")
+    if not isinstance(arguments, Mapping):
+        raise TypeError("tool call arguments must be a mapping")
+    return ToolCall(call_id, name, dict(arguments))
+
+
+def create_message(value: MessageInput, id: str | None = None) -> Message:
+    """Build an immutable ``Message`` from a mapping (or re-key a ``Message``), minting its id.
+
+    Raises ``TypeError`` / ``ValueError`` naming the offending field.
+    """
+    if isinstance(value, Message):
+        if id is None or id == value.id:
+            return value
+        return Message(id, value.role, value.content, value.calls, value.images, value.tool_call_id)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"message must be a mapping, not {type(value).__name__}")
+    role = value.get("role")
+    if role not in ROLES:
+        raise ValueError(f"message role must be one of {sorted(ROLES)}, not {role!r}")
+    content = value.get("content", "")
+    if not isinstance(content, str):
+        raise TypeError("message content must be a string")
+    raw_calls = value.get("calls")
+    calls: tuple[ToolCall, ...] | None = None
+    if raw_calls is not None:
+        if isinstance(raw_calls, str | bytes) or not isinstance(raw_calls, Sequence):
+            raise TypeError("message calls must be a list of tool calls")
+        calls = tuple(to_tool_call(call) for call in raw_calls)
+    raw_images = value.get("images")
+    images: tuple[str, ...] | None = None
+    if raw_images is not None:
+        if isinstance(raw_images, str | bytes) or not isinstance(raw_images, Sequence):
+            raise TypeError("message images must be a list of base64 strings")
+        if not all(isinstance(image, str) for image in raw_images):
+            raise TypeError("message images must be base64 strings")
+        images = tuple(raw_images)
+    tool_call_id = value.get("tool_call_id")
+    if tool_call_id is not None and not isinstance(tool_call_id, str):
+        raise TypeError("message tool_call_id must be a string")
+    given = value.get("id") if id is None else id
+    if given is not None and not isinstance(given, str):
+        raise TypeError("message id must be a string")
+    return Message(given or mint_id(), role, content, calls, images, tool_call_id)
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """A JSON-ready dict; absent optional fields are omitted."""
+    data: dict[str, Any] = {"id": message.id, "role": message.role, "content": message.content}
+    if message.calls is not None:
+        data["calls"] = [call.to_dict() for call in message.calls]
+    if message.images is not None:
+        data["images"] = list(message.images)
+    if message.tool_call_id is not None:
+        data["tool_call_id"] = message.tool_call_id
+    return data
+
+
+def is_tool_call(value: object) -> bool:
+    """Whether ``value`` is structurally a tool call (string id and name, mapping arguments)."""
+    if isinstance(value, ToolCall):
+        value = value.to_dict()
+    try:
+        return (
+            isinstance(value, Mapping)
+            and isinstance(value.get("id"), str)
+            and isinstance(value.get("name"), str)
+            and isinstance(value.get("arguments"), Mapping)
+        )
+    except Exception:  # noqa: BLE001 - a guard is total
+        return False
+
+
+def is_message(value: object) -> bool:
+    """Whether ``value`` is structurally a message; fails closed on any malformed element."""
+    try:
+        if isinstance(value, Message):
+            value = message_to_dict(value)
+        if not isinstance(value, Mapping):
+            return False
+        if not isinstance(value.get("id"), str) or value.get("role") not in ROLES:
+            return False
+        if not isinstance(value.get("content"), str):
+            return False
+        if "calls" in value and value["calls"] is not None:
+            calls = value["calls"]
+            if not isinstance(calls, list | tuple) or not all(is_tool_call(c) for c in calls):
+                return False
+        if "images" in value and value["images"] is not None:
+            images = value["images"]
+            if not isinstance(images, list | tuple) or not all(isinstance(i, str) for i in images):
+                return False
+        tool_call_id = value.get("tool_call_id")
+        return tool_call_id is None or isinstance(tool_call_id, str)
+    except Exception:  # noqa: BLE001 - a guard is total
+        return False

@@ -1,0 +1,376 @@
+"""One agent run: the bounded context → provider → tools → repeat loop, in steps.
+
+Private to the kit; ``Agent`` creates a ``Run`` per ``stream()`` and drives ``execute``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .abort import Abort
+from .authority import AuthorityContext
+from .budget import Budget
+from .channel import Channel
+from .chunks import (
+    AgentChunk,
+    AgentResult,
+    StopReason,
+    ThinkChunk,
+    TokenChunk,
+    ToolChunk,
+    UsageChunk,
+)
+from .errors import ProviderAbortError
+from .estimate import estimate_tokens
+from .messages import Message, ToolCall, ToolResult
+from .provider import (
+    ContentDelta,
+    ProviderResult,
+    ProviderStreamOptions,
+    ThinkingDelta,
+    ToolDefinition,
+)
+from .scopes import filter_allow_list
+from .timeout import Timeout
+from .usage import TokenUsage, sanitize_usage
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .conversation import Conversation
+
+__all__: list[str] = []
+
+CANCELLED_TOOL = "cancelled: the run was aborted before this tool finished"
+
+
+class Cancelled(Exception):
+    """Internal: the run's bound signal fired; unwinds to the settle step."""
+
+
+class Run:
+    """The state of one run; ``execute`` settles it into an ``AgentResult``."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        channel: Channel[AgentChunk],
+        *,
+        limit: int,
+        bound: Abort,
+        timeout: Timeout | None,
+        budget: Budget[TokenUsage] | None,
+        window: Budget[Sequence[Message]] | None,
+        options: ProviderStreamOptions | None,
+    ) -> None:
+        self.agent = agent
+        self.channel = channel
+        self.limit = limit
+        self.bound = bound
+        self.signal = bound.signal
+        self.timeout = timeout
+        self.budget = budget
+        self.window = window
+        self.options = options
+        self.content = ""
+        self.thinking: list[str] = []
+        self.usage: TokenUsage | None = None
+        self.futile = False
+        self.committed = False
+        self.conversation: Conversation = agent.context.messages
+
+    # -- settle ------------------------------------------------------------------------------
+
+    async def execute(self) -> AgentResult:
+        agent = self.agent
+        emitter = agent.emitter
+        try:
+            stop = await self._loop()
+        except Cancelled:
+            stop = "abort"
+        except BaseException as error:
+            if self.signal.aborted and not isinstance(
+                error, asyncio.CancelledError | KeyboardInterrupt
+            ):
+                stop = "abort"
+            else:
+                self._cleanup()
+                raise
+        self._cleanup()
+        partial = stop != "done"
+        if stop == "abort" and self.content and not self.committed:
+            # Keep what the user already saw: the cut-off answer joins the history.
+            self.conversation.add({"role": "assistant", "content": self.content})
+        result = AgentResult(
+            content=self.content,
+            thinking="\n\n".join(self.thinking) if self.thinking else None,
+            usage=self.usage,
+            partial=partial,
+            stop=stop,
+            reason=self.signal.reason if stop == "abort" else None,
+        )
+        if stop == "abort":
+            emitter.emit("abort", self.signal.reason)
+        elif stop == "exhaust":
+            emitter.emit("exhaust", self.limit)
+        return result
+
+    def _cleanup(self) -> None:
+        if self.timeout is not None:
+            self.timeout.clear()
+        self.signal.dispose()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def _loop(self) -> StopReason:
+        agent = self.agent
+        signal = self.signal
+        if signal.aborted:
+            return "abort"
+        context = agent.context
+        provider = agent.provider
+        emitter = agent.emitter
+        messages = context.build(provider.format)
+        trimming = self.window is not None and self.conversation.summarizable
+        if trimming:
+            self.window.clear()
+            messages = await self._trim(messages)
+        scheduler = agent.scheduler
+        turn = 0
+        while turn < self.limit:
+            if turn and scheduler is not None:
+                await scheduler.yield_(signal=signal)
+                if signal.aborted:
+                    return "abort"
+            emitter.emit("turn", turn)
+            self.content = ""
+            self.committed = False
+            result = await self._provide(messages, self._definitions())
+            if result.usage is not None:
+                self._report(result.usage)
+            if signal.aborted:
+                return "abort"
+            if not result.tools:
+                self.content = result.content
+                self.committed = True
+                self.conversation.add({"role": "assistant", "content": result.content})
+                return "done"
+            calls = result.tools
+            assistant = self.conversation.add(
+                {"role": "assistant", "content": result.content, "calls": calls}
+            )
+            self.committed = True
+            messages.append(assistant)
+            await self._dispatch(calls, messages)
+            turn += 1
+            if signal.aborted:
+                return "abort"
+            if turn < self.limit and trimming:
+                messages = await self._trim(messages)
+        return "exhaust" if self.limit > 0 else "done"
+
+    # -- provide: one provider call, streamed, metered ---------------------------------------
+
+    def _definitions(self) -> list[ToolDefinition] | None:
+        tools = self.agent.context.tools
+        if not tools.count:
+            return None
+        definitions = tools.definitions()
+        scope = self.agent.context.scope
+        if scope is not None and scope.tools is not None:
+            definitions = filter_allow_list(definitions, scope.tools, _name)
+        return list(definitions) if definitions else None
+
+    async def _provide(
+        self, messages: list[Message], definitions: list[ToolDefinition] | None
+    ) -> ProviderResult:
+        push = self.channel.push
+        budget = self.budget
+        charged = 0
+        content = ""
+        result: ProviderResult | None = None
+        stream = self.agent.provider.stream(messages, self.signal, definitions, self.options)
+        try:
+            async for item in stream:
+                kind = type(item)
+                if kind is ContentDelta:
+                    text = item.text  # type: ignore[union-attr]
+                    if not text:
+                        continue
+                    content += text
+                    self.content = content
+                    push(TokenChunk(text))
+                    if budget is not None:
+                        estimate = estimate_tokens(content)
+                        if estimate > charged:
+                            increment = estimate - charged
+                            charged = estimate
+                            budget.consume(TokenUsage(0, increment, increment))
+                elif kind is ThinkingDelta:
+                    if item.text:  # type: ignore[union-attr]
+                        push(ThinkChunk(item.text))  # type: ignore[union-attr]
+                elif isinstance(item, ProviderResult):
+                    result = item
+                elif isinstance(item, ContentDelta | ThinkingDelta):
+                    # Subclasses of the delta types (rare): route by their declared channel.
+                    if item.type == "content":
+                        content += item.text
+                        self.content = content
+                        push(TokenChunk(item.text))
+                    elif item.text:
+                        push(ThinkChunk(item.text))
+        except ProviderAbortError as error:
+            partial = error.partial
+            if partial is not None and partial.thinking:
+                self.thinking.append(partial.thinking)
+            if partial is not None and partial.usage is not None:
+                usage = sanitize_usage(partial.usage)
+                self._charge_residual(usage, charged)
+                self._report(usage)
+            raise Cancelled from error
+        finally:
+            await _close(stream)
+        if result is None:
+            # A provider that never yielded its result: assemble one from what streamed.
+            result = ProviderResult(content=content)
+        if result.thinking:
+            self.thinking.append(result.thinking)
+        if result.usage is not None:
+            usage = sanitize_usage(result.usage)
+            self._charge_residual(usage, charged)
+            result = ProviderResult(
+                result.content, result.thinking, result.tools, usage, result.stop_reason
+            )
+        return result
+
+    def _charge_residual(self, usage: TokenUsage, charged: int) -> None:
+        if self.budget is not None:
+            self.budget.consume(
+                TokenUsage(
+                    usage.prompt,
+                    max(0, usage.completion - charged),
+                    max(0, usage.total - charged),
+                )
+            )
+
+    def _report(self, usage: TokenUsage) -> None:
+        """Fold a turn's usage into the run total and report it (chunk + event)."""
+        self.usage = usage if self.usage is None else self.usage + usage
+        self.channel.push(UsageChunk(usage))
+        self.agent.emitter.emit("usage", usage)
+
+    # -- dispatch: authority gate, scope gate, tools, tool messages --------------------------
+
+    async def _dispatch(self, calls: Sequence[ToolCall], messages: list[Message]) -> None:
+        context = self.agent.context
+        authority = self.agent.authority
+        emitter = self.agent.emitter
+        scope = context.scope
+        allowed_names = scope.tools if scope is not None else None
+        results: dict[str, ToolResult] = {}
+        runnable: list[ToolCall] = []
+        for call in calls:
+            if allowed_names is not None and call.name not in allowed_names:
+                # Scoped out: never advertised, so never callable either.
+                results[call.id] = ToolResult(
+                    call.id, call.name, error=f"tool not found: {call.name}"
+                )
+                continue
+            if authority is not None:
+                decision = authority.evaluate(AuthorityContext(call))
+                if not decision.allowed:
+                    reason = decision.reason
+                    error = f"denied: {reason}" if reason else "denied by authority"
+                    results[call.id] = ToolResult(call.id, call.name, error=error)
+                    emitter.emit("deny", call, decision)
+                    continue
+            runnable.append(call)
+        if runnable:
+            executed = await self._execute(runnable)
+            for item in executed:
+                results[item.id] = item
+        push = self.channel.push
+        add = self.conversation.add
+        for call in calls:
+            result = results.get(call.id) or ToolResult(call.id, call.name, error=CANCELLED_TOOL)
+            message = add(
+                {
+                    "role": "tool",
+                    "content": _tool_content(result),
+                    "tool_call_id": call.id,
+                }
+            )
+            messages.append(message)
+            push(ToolChunk(call, result))
+            emitter.emit("tool", call, result)
+
+    async def _execute(self, calls: list[ToolCall]) -> list[ToolResult]:
+        tools = self.agent.context.tools
+        if self.signal.aborted:
+            return []
+        task = asyncio.Task(tools.execute(calls), loop=asyncio.get_running_loop(), eager_start=True)
+        if task.done():
+            return task.result()
+        waiter = asyncio.ensure_future(self.signal.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, waiter, return_exceptions=True)
+        if task.cancelled():
+            return []
+        error = task.exception()
+        if error is not None:
+            if self.signal.aborted:
+                return []
+            raise error
+        return task.result()
+
+    # -- trim: automatic compaction against the window budget --------------------------------
+
+    async def _trim(self, messages: list[Message]) -> list[Message]:
+        if self.futile:
+            return messages
+        window = self.window
+        assert window is not None
+        window.clear()
+        window.consume(messages)
+        if not window.exhausted:
+            return messages
+        try:
+            section = await self.conversation.compact()
+        except Exception as error:
+            self.agent.emitter.emit("compact_error", error)
+            if self.agent.strict:
+                raise
+            return messages
+        if section is None:
+            self.futile = True
+            return messages
+        return self.agent.context.build(self.agent.provider.format)
+
+
+def _name(definition: ToolDefinition) -> str:
+    return definition.name
+
+
+def _tool_content(result: ToolResult) -> str:
+    payload: Any = result.error if result.error is not None else result.value
+    try:
+        return json.dumps(payload, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(str(payload), ensure_ascii=False)
+
+
+async def _close(stream: Any) -> None:
+    aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:  # noqa: BLE001 - closing a finished generator must not mask the outcome
+            pass

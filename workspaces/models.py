@@ -1,0 +1,3 @@
+"""Models of the workspaces app."""
+
+from django.db import models  # noqa: F401
