@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "agents"
+    verbose_name = "Agents"
+
+    def ready(self) -> None:
+        # Built-ins register through the same public registry a third party would use.
+        from agents.runtime.builtins import register_builtins
+
+        register_builtins()

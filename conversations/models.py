@@ -1,3 +1,329 @@
-"""Models of the conversations app."""
+"""Models of the conversations app: conversations, their compacted sections and messages, the
+runs that produced them, and the authority decisions taken during those runs.
 
-from django.db import models  # noqa: F401
+The kit's ``ConversationSnapshot`` maps onto rows: a ``Conversation`` (the rollup ``summary``),
+its ``Section``s (each summary with its retained original messages) and its ``Message``s (a
+message with a ``section`` is one of that section's originals; without one it is in the live
+tail). ``conversations.stores.DjangoConversationStore`` keeps them in step with the kit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, get_args
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from orkestrel.core.messages import MessageRole, is_tool_call
+
+__all__ = [
+    "AuthorityDecision",
+    "Conversation",
+    "Message",
+    "Run",
+    "Section",
+    "message_dict",
+]
+
+ID_LENGTH = 255
+# Spelled out at module level: a ``Meta`` body cannot see its model's nested choices.
+_ROLES = sorted(get_args(MessageRole))
+_STATUSES = ["queued", "running", "done", "partial", "error", "interrupted"]
+
+
+class Conversation(models.Model):
+    """A user's conversation; its ``id`` is the kit conversation id (``str(id)``)."""
+
+    id = models.UUIDField("id", primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="conversations",
+        verbose_name="owner",
+    )
+    title = models.CharField("title", max_length=200, blank=True)
+    profile = models.ForeignKey(
+        "agents.AgentProfile",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="conversations",
+        verbose_name="agent profile",
+    )
+    workspace = models.ForeignKey(
+        "workspaces.Workspace",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="conversations",
+        verbose_name="workspace",
+    )
+    # Null until the first compaction: the kit tells "no rollup yet" from an empty rollup.
+    summary = models.TextField(
+        "summary", null=True, blank=True, help_text="The rollup over every section."
+    )
+    usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
+    usage_completion = models.PositiveBigIntegerField("completion tokens", default=0)
+    usage_total = models.PositiveBigIntegerField("total tokens", default=0)
+    created = models.DateTimeField("created", auto_now_add=True)
+    updated = models.DateTimeField("updated", auto_now=True)
+
+    class Meta:
+        verbose_name = "conversation"
+        verbose_name_plural = "conversations"
+        ordering = ["-updated"]
+        indexes = [models.Index(fields=["owner", "-updated"], name="conv_owner_updated_idx")]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {str(self.id)[:8]}"
+
+
+class Section(models.Model):
+    """A compacted slice of history: its summary; its originals are the messages pointing here."""
+
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="sections",
+        verbose_name="conversation",
+        db_index=False,  # the (conversation, section_id) unique index leads with it
+    )
+    section_id = models.CharField("section id", max_length=ID_LENGTH)
+    position = models.PositiveIntegerField("position", help_text="Order among the sections.")
+    summary = models.TextField("summary", blank=True)
+    # A digest of the originals' ids in order: a save trusts a section whose snapshot matches
+    # it without reading its messages (``stores.fingerprint``).
+    fingerprint = models.CharField("fingerprint", max_length=32, blank=True, editable=False)
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "section"
+        verbose_name_plural = "sections"
+        ordering = ["conversation_id", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "section_id"], name="conv_section_id_unique"
+            ),
+            models.CheckConstraint(condition=~Q(section_id=""), name="conv_section_id_set"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Section {self.position + 1} of {self.conversation_id}"
+
+
+class Message(models.Model):
+    """One immutable message: in the live tail (``section`` null) or a section's original."""
+
+    class Role(models.TextChoices):
+        SYSTEM = "system", "system"
+        USER = "user", "user"
+        ASSISTANT = "assistant", "assistant"
+        TOOL = "tool", "tool"
+
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="messages",
+        verbose_name="conversation",
+        db_index=False,  # every index of this table leads with it
+    )
+    section = models.ForeignKey(
+        Section,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="messages",
+        verbose_name="section",
+        help_text="Empty: in the live tail. Set: an original retained by that section.",
+    )
+    message_id = models.CharField("message id", max_length=ID_LENGTH)
+    position = models.BigIntegerField("position", help_text="Order within the conversation.")
+    role = models.CharField("role", max_length=16, choices=Role.choices)
+    content = models.TextField("content", blank=True)
+    calls = models.JSONField("tool calls", null=True, blank=True)
+    images = models.JSONField("images", null=True, blank=True, help_text="Base64 strings.")
+    tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH, blank=True)
+    usage = models.JSONField("usage", null=True, blank=True)
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "message"
+        verbose_name_plural = "messages"
+        ordering = ["conversation_id", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "message_id"], name="conv_message_id_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=_ROLES),
+                name="conv_message_role_valid",
+            ),
+            models.CheckConstraint(condition=~Q(message_id=""), name="conv_message_id_set"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["conversation", "section", "position"], name="conv_message_section_idx"
+            ),
+            # The global order: ``get`` reads through it and ``set`` finds the top from it.
+            models.Index(fields=["conversation", "position"], name="conv_message_order_idx"),
+        ]
+
+    def __str__(self) -> str:
+        preview = self.content if len(self.content) <= 60 else self.content[:57] + "..."
+        return f"{self.role}: {preview}"
+
+    def clean(self) -> None:
+        super().clean()
+        errors: dict[str, str] = {}
+        if self.calls is not None and not (
+            isinstance(self.calls, list) and all(is_tool_call(call) for call in self.calls)
+        ):
+            errors["calls"] = "Tool calls must be a list of {id, name, arguments} objects."
+        if self.images is not None and not (
+            isinstance(self.images, list) and all(isinstance(image, str) for image in self.images)
+        ):
+            errors["images"] = "Images must be a list of base64 strings."
+        if self.section_id is not None and self.section.conversation_id != self.conversation_id:
+            errors["section"] = "The section belongs to another conversation."
+        if errors:
+            raise ValidationError(errors)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The kit's JSON message dict (``message_to_dict`` shape)."""
+        return message_dict(
+            self.message_id, self.role, self.content, self.calls, self.images, self.tool_call_id
+        )
+
+
+def message_dict(
+    id: str,
+    role: str,
+    content: str,
+    calls: list[dict[str, Any]] | None,
+    images: list[str] | None,
+    tool_call_id: str,
+) -> dict[str, Any]:
+    """A kit message dict from column values; absent optional fields are omitted, as the kit's."""
+    data: dict[str, Any] = {"id": id, "role": role, "content": content}
+    if calls is not None:
+        data["calls"] = calls
+    if images is not None:
+        data["images"] = images
+    if tool_call_id:
+        data["tool_call_id"] = tool_call_id
+    return data
+
+
+class Run(models.Model):
+    """One agent run over a conversation: its lifecycle, usage and in-flight checkpoint."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        PARTIAL = "partial", "partial"
+        ERROR = "error", "error"
+        INTERRUPTED = "interrupted", "interrupted"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="runs", verbose_name="conversation"
+    )
+    status = models.CharField(
+        "status", max_length=16, choices=Status.choices, default=Status.QUEUED
+    )
+    stop_reason = models.CharField("stop reason", max_length=64, blank=True)
+    usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
+    usage_completion = models.PositiveBigIntegerField("completion tokens", default=0)
+    usage_total = models.PositiveBigIntegerField("total tokens", default=0)
+    content = models.TextField("content", blank=True, help_text="The answer so far (checkpoint).")
+    thinking = models.TextField("thinking", blank=True)
+    error = models.TextField("error", blank=True)
+    created = models.DateTimeField("created", auto_now_add=True)
+    started = models.DateTimeField("started", null=True, blank=True)
+    finished = models.DateTimeField("finished", null=True, blank=True)
+
+    class Meta:
+        verbose_name = "run"
+        verbose_name_plural = "runs"
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["status"], name="conv_run_status_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=_STATUSES),
+                name="conv_run_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(started__isnull=True)
+                | Q(finished__isnull=True)
+                | Q(finished__gte=models.F("started")),
+                name="conv_run_finished_after_start",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.status})"
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to finish, when both are known."""
+        if self.started is None or self.finished is None:
+            return None
+        return (self.finished - self.started).total_seconds()
+
+    def clean(self) -> None:
+        super().clean()
+        if self.started and self.finished and self.finished < self.started:
+            raise ValidationError({"finished": "A run cannot finish before it started."})
+
+
+class AuthorityDecision(models.Model):
+    """The authority's verdict on one tool call, with a text snapshot of the deciding rule."""
+
+    run = models.ForeignKey(
+        Run,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="decisions",
+        verbose_name="run",
+    )
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="decisions",
+        verbose_name="conversation",
+    )
+    tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH, blank=True)
+    tool_name = models.CharField("tool", max_length=200)
+    arguments = models.JSONField("arguments", default=dict, blank=True)
+    rule = models.ForeignKey(
+        "agents.AuthorityRule",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="decisions",
+        verbose_name="rule",
+    )
+    # Kept as text: the rule may later be edited or deleted, the decision must still read.
+    rule_label = models.CharField("rule", max_length=300, blank=True)
+    zone = models.CharField("zone", max_length=64)
+    allowed = models.BooleanField("allowed")
+    reason = models.TextField("reason", blank=True)
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "authority decision"
+        verbose_name_plural = "authority decisions"
+        ordering = ["created", "pk"]
+
+    def __str__(self) -> str:
+        verdict = "allowed" if self.allowed else "denied"
+        return f"{self.tool_name} {verdict}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.run_id is not None and self.run.conversation_id != self.conversation_id:
+            raise ValidationError({"run": "The run belongs to another conversation."})

@@ -114,6 +114,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve straight from the app and project static folders: no collectstatic step needed.
+WHITENOISE_USE_FINDERS = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -140,6 +142,10 @@ SPECTACULAR_SETTINGS = {
 ORKESTREL = {
     "MAX_MESSAGE_CHARS": env.int("ORKESTREL_MAX_MESSAGE_CHARS", default=100_000),
     "MAX_IMAGE_BYTES": env.int("ORKESTREL_MAX_IMAGE_BYTES", default=5 * 1024 * 1024),
+    # Hosts ``http_fetch`` may reach even on private or loopback addresses.
+    "HTTP_FETCH_ALLOW_HOSTS": env.list("ORKESTREL_HTTP_FETCH_ALLOW_HOSTS", default=[]),
+    # Seconds between the offline demo model's words (0 in tests).
+    "DEMO_WORD_DELAY": env.float("ORKESTREL_DEMO_WORD_DELAY", default=0.03),
 }
 
 LOGGING = {

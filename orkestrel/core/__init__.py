@@ -32,6 +32,7 @@ from . import (
     queue,
     ranges,
     registry,
+    runner,
     scheduler,
     scopes,
     text,
@@ -66,6 +67,7 @@ from .provider import *  # noqa: F403
 from .queue import *  # noqa: F403
 from .ranges import *  # noqa: F403
 from .registry import *  # noqa: F403
+from .runner import *  # noqa: F403
 from .scheduler import *  # noqa: F403
 from .scopes import *  # noqa: F403
 from .text import *  # noqa: F403
@@ -102,6 +104,7 @@ __all__ = sorted(
         *queue.__all__,
         *ranges.__all__,
         *registry.__all__,
+        *runner.__all__,
         *scheduler.__all__,
         *scopes.__all__,
         *text.__all__,

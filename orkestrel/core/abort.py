@@ -157,6 +157,13 @@ class Abort:
     def __init__(self, signal: AbortSignal | None = None) -> None:
         self.signal = AbortSignal.any([signal]) if signal is not None else AbortSignal()
 
+    @classmethod
+    def linked(cls, *sources: AbortSignal | None) -> Abort:
+        """An ``Abort`` whose signal also fires with the first of ``sources`` (``None`` skipped)."""
+        abort = cls.__new__(cls)
+        abort.signal = AbortSignal.any(sources)
+        return abort
+
     def abort(self, reason: object = None) -> None:
         """Fire the signal (first call wins; later calls are no-ops)."""
         self.signal._fire(reason)

@@ -163,15 +163,11 @@ class Agent:
             run_budget.start()
         seconds = timeout if timeout is not None else self.timeout
         deadline = Timeout(seconds).start() if seconds is not None else None
-        bound = Abort(
-            AbortSignal.any(
-                [
-                    self.signal,
-                    signal,
-                    deadline.signal if deadline is not None else None,
-                    run_budget.signal if run_budget is not None else None,
-                ]
-            )
+        bound = Abort.linked(
+            self.signal,
+            signal,
+            deadline.signal if deadline is not None else None,
+            run_budget.signal if run_budget is not None else None,
         )
         options = (
             ProviderStreamOptions(think=think, schema=schema)

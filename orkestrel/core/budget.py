@@ -9,7 +9,14 @@ from typing import Any, Literal, TypeVar
 from .abort import AbortSignal
 from .usage import TokenUsage
 
-__all__ = ["BUDGET_EXHAUSTED", "Budget", "TokenScope", "create_budget", "create_token_budget"]
+__all__ = [
+    "BUDGET_EXHAUSTED",
+    "Budget",
+    "TokenBudget",
+    "TokenScope",
+    "create_budget",
+    "create_token_budget",
+]
 
 T = TypeVar("T")
 TokenScope = Literal["total", "prompt", "completion"]
@@ -66,12 +73,37 @@ def create_budget[T](max: float, consume: Callable[[T], float]) -> Budget[T]:
 
 
 def _usage_field(usage: TokenUsage | Mapping[str, Any], scope: TokenScope) -> float:
+    if type(usage) is TokenUsage:
+        return getattr(usage, scope)
     value = getattr(usage, scope) if isinstance(usage, TokenUsage) else usage.get(scope, 0)
     return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def create_token_budget(max: float, scope: TokenScope = "total") -> Budget[TokenUsage]:
+class TokenBudget(Budget[TokenUsage]):
+    """A ``Budget`` over ``TokenUsage`` charging one field (``scope``)."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, max: float, scope: TokenScope = "total") -> None:
+        if scope not in ("total", "prompt", "completion"):
+            raise ValueError(
+                f"token budget scope must be total, prompt or completion, not {scope!r}"
+            )
+        super().__init__(max, lambda usage: _usage_field(usage, scope))
+        self.scope = scope
+
+    def consume(self, value: TokenUsage | Mapping[str, Any]) -> float:
+        # Metered on every streamed delta, so the common case skips the generic path.
+        if type(value) is TokenUsage:
+            amount = getattr(value, self.scope)
+            if amount > 0:
+                self.consumed += amount
+            if self.consumed >= self.max and not self._signal.aborted:
+                self._signal._fire(BUDGET_EXHAUSTED)
+            return self.consumed
+        return super().consume(value)  # type: ignore[arg-type]
+
+
+def create_token_budget(max: float, scope: TokenScope = "total") -> TokenBudget:
     """A ``Budget`` over ``TokenUsage``, charging its ``scope`` field (total/prompt/completion)."""
-    if scope not in ("total", "prompt", "completion"):
-        raise ValueError(f"token budget scope must be total, prompt or completion, not {scope!r}")
-    return Budget(max, lambda usage: _usage_field(usage, scope))
+    return TokenBudget(max, scope)

@@ -250,6 +250,9 @@ class Conversation:
         one is minted, so ``add`` never overwrites. A batch is validated whole before any
         message is stored.
         """
+        if type(value) is Message:
+            # The agent loop's path: an already-valid immutable record.
+            return self._store([value])[0]
         if isinstance(value, Message | Mapping):
             return self._store([create_message(value)])[0]
         if isinstance(value, str | bytes) or not isinstance(value, Sequence):

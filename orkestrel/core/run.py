@@ -25,7 +25,7 @@ from .chunks import (
 )
 from .errors import ProviderAbortError
 from .estimate import estimate_tokens
-from .messages import Message, ToolCall, ToolResult
+from .messages import Message, ToolCall, ToolResult, mint_id
 from .provider import (
     ContentDelta,
     ProviderResult,
@@ -102,7 +102,7 @@ class Run:
         partial = stop != "done"
         if stop == "abort" and self.content and not self.committed:
             # Keep what the user already saw: the cut-off answer joins the history.
-            self.conversation.add({"role": "assistant", "content": self.content})
+            self.conversation.add(Message(mint_id(), "assistant", self.content))
         result = AgentResult(
             content=self.content,
             thinking="\n\n".join(self.thinking) if self.thinking else None,
@@ -155,16 +155,19 @@ class Run:
             if not result.tools:
                 self.content = result.content
                 self.committed = True
-                self.conversation.add({"role": "assistant", "content": result.content})
+                self.conversation.add(Message(mint_id(), "assistant", result.content))
                 return "done"
             calls = result.tools
             assistant = self.conversation.add(
-                {"role": "assistant", "content": result.content, "calls": calls}
+                Message(mint_id(), "assistant", result.content, tuple(calls))
             )
             self.committed = True
             messages.append(assistant)
             await self._dispatch(calls, messages)
             turn += 1
+            if turn < self.limit:
+                # That turn's text is committed with its calls; the next answer starts empty.
+                self.content = ""
             if signal.aborted:
                 return "abort"
             if turn < self.limit and trimming:
@@ -192,6 +195,7 @@ class Run:
         content = ""
         result: ProviderResult | None = None
         stream = self.agent.provider.stream(messages, self.signal, definitions, self.options)
+        finished = False
         try:
             async for item in stream:
                 kind = type(item)
@@ -221,6 +225,7 @@ class Run:
                         push(TokenChunk(item.text))
                     elif item.text:
                         push(ThinkChunk(item.text))
+            finished = True
         except ProviderAbortError as error:
             partial = error.partial
             if partial is not None and partial.thinking:
@@ -231,7 +236,8 @@ class Run:
                 self._report(usage)
             raise Cancelled from error
         finally:
-            await _close(stream)
+            if not finished:
+                await _close(stream)
         if result is None:
             # A provider that never yielded its result: assemble one from what streamed.
             result = ProviderResult(content=content)
@@ -295,13 +301,7 @@ class Run:
         add = self.conversation.add
         for call in calls:
             result = results.get(call.id) or ToolResult(call.id, call.name, error=CANCELLED_TOOL)
-            message = add(
-                {
-                    "role": "tool",
-                    "content": _tool_content(result),
-                    "tool_call_id": call.id,
-                }
-            )
+            message = add(Message(mint_id(), "tool", _tool_content(result), tool_call_id=call.id))
             messages.append(message)
             push(ToolChunk(call, result))
             emitter.emit("tool", call, result)
@@ -359,12 +359,16 @@ def _name(definition: ToolDefinition) -> str:
     return definition.name
 
 
+# One encoder for every tool message: ``json.dumps`` with options builds a new one per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def _tool_content(result: ToolResult) -> str:
     payload: Any = result.error if result.error is not None else result.value
     try:
-        return json.dumps(payload, ensure_ascii=False, default=str)
+        return _ENCODE(payload)
     except (TypeError, ValueError, RecursionError):
-        return json.dumps(str(payload), ensure_ascii=False)
+        return _ENCODE(str(payload))
 
 
 async def _close(stream: Any) -> None:

@@ -94,12 +94,16 @@ class Tool:
             return await (handler(arguments) if self._takes_arguments else handler())
         result = handler(arguments) if self._takes_arguments else handler()
         # A sync callable may still hand back an awaitable (a lambda around a coroutine).
+        if type(result) in _PLAIN:
+            return result
         if inspect.isawaitable(result):
             return await result
         return result
 
 
 ToolInput = Tool | Mapping[str, Any]
+# Results that can never be awaitable, checked before the slower ``inspect.isawaitable``.
+_PLAIN = frozenset({int, float, str, bool, type(None), dict, list, tuple})
 
 
 def create_tool(
@@ -189,6 +193,9 @@ class ToolManager:
         Success sets ``value``; an unknown name, non-mapping ``arguments`` or a handler that
         raises sets ``error``. ``asyncio.CancelledError`` propagates (a cancel is not an error).
         """
+        if type(calls) is list and len(calls) == 1:
+            # The agent loop's common case: one call, no gather.
+            return [await self._dispatch(calls[0])]
         if isinstance(calls, ToolCall | Mapping):
             return await self._dispatch(calls)
         if isinstance(calls, str | bytes) or not isinstance(calls, Sequence):
@@ -221,7 +228,7 @@ class ToolManager:
         self._definitions = None
 
     async def _dispatch(self, call: ToolCallInput) -> ToolResult:
-        if isinstance(call, ToolCall):
+        if type(call) is ToolCall or isinstance(call, ToolCall):
             call_id, name, arguments = call.id, call.name, call.arguments
         elif isinstance(call, Mapping):
             call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", {})
@@ -236,7 +243,7 @@ class ToolManager:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(call_id, name, error=f"tool not found: {name}")
-        if not isinstance(arguments, Mapping):
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
             return ToolResult(
                 call_id, name, error=f"invalid arguments for {name}: expected a JSON object"
             )

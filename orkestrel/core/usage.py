@@ -41,7 +41,18 @@ def _field(value: object) -> int:
 
 def sanitize_usage(usage: TokenUsage | Mapping[str, Any]) -> TokenUsage:
     """Floor every field to a non-negative integer; non-finite or negative becomes 0. Total."""
-    if isinstance(usage, TokenUsage):
+    if type(usage) is TokenUsage:
+        prompt, completion, total = usage.prompt, usage.completion, usage.total
+        if (
+            type(prompt) is int
+            and type(completion) is int
+            and type(total) is int
+            and prompt >= 0
+            and completion >= 0
+            and total >= 0
+        ):
+            return usage
+    elif isinstance(usage, TokenUsage):
         prompt, completion, total = usage.prompt, usage.completion, usage.total
     elif isinstance(usage, Mapping):
         prompt, completion, total = (

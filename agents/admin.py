@@ -1,0 +1,259 @@
+"""The operators' admin for the agents app: endpoints, tools, policies, scopes, profiles.
+
+No secret is ever displayed: endpoints show whether their key variable is set, not the key.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db import models, transaction
+from django.db.models import Count, Max, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+
+from .authority import evaluate_policy
+from .connection import check_endpoint
+from .forms import AuthorityRuleForm, EvaluateCallForm, PrettyJSONField
+from .models import (
+    AgentProfile,
+    AuthorityPolicy,
+    AuthorityRule,
+    Instruction,
+    ProviderEndpoint,
+    Scope,
+    Tool,
+)
+
+JSON_OVERRIDES = {models.JSONField: {"form_class": PrettyJSONField}}
+
+
+@admin.register(ProviderEndpoint)
+class ProviderEndpointAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "base_url", "api_key_status", "model_count", "updated"]
+    list_filter = ["kind"]
+    search_fields = ["name", "base_url"]
+    readonly_fields = ["api_key_status", "created", "updated"]
+    formfield_overrides = JSON_OVERRIDES
+    actions = ["check_connection"]
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "base_url", "models"]}),
+        ("Credentials", {"fields": ["api_key_env", "api_key_status"]}),
+        ("Limits", {"fields": ["connect_timeout", "read_timeout", "max_retries"]}),
+        ("History", {"fields": ["created", "updated"]}),
+    ]
+
+    @admin.display(description="API key")
+    def api_key_status(self, endpoint: ProviderEndpoint) -> str:
+        if not endpoint.api_key_env:
+            return "none needed"
+        state = "set" if endpoint.api_key_set else "not set"
+        return f"{endpoint.api_key_env}: {state}"
+
+    @admin.display(description="models")
+    def model_count(self, endpoint: ProviderEndpoint) -> str:
+        return str(len(endpoint.models)) if endpoint.models else "any"
+
+    @admin.action(description="Check connection of selected endpoints")
+    def check_connection(self, request: HttpRequest, queryset: QuerySet[ProviderEndpoint]) -> None:
+        for endpoint in queryset:
+            result = check_endpoint(endpoint)
+            level = messages.SUCCESS if result.ok else messages.ERROR
+            verdict = "OK" if result.ok else "failed"
+            self.message_user(request, f"{endpoint.name}: {verdict}: {result.detail}", level)
+
+
+@admin.register(Tool)
+class ToolAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "enabled", "safe", "timeout", "summary", "parameter_list"]
+    list_filter = ["kind", "enabled", "safe"]
+    list_editable = ["enabled"]
+    search_fields = ["name", "summary", "description"]
+    readonly_fields = ["created", "updated"]
+    formfield_overrides = JSON_OVERRIDES
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "enabled", "safe", "timeout"]}),
+        ("Description", {"fields": ["summary", "description", "parameters"]}),
+        ("HTTP", {"fields": ["http_method", "url_template", "header_env"]}),
+        ("History", {"fields": ["created", "updated"]}),
+    ]
+
+    @admin.display(description="parameters")
+    def parameter_list(self, tool: Tool) -> str:
+        return ", ".join(tool.parameter_names()) or "none"
+
+
+class AuthorityRuleInline(admin.TabularInline):
+    model = AuthorityRule
+    form = AuthorityRuleForm
+    ordering = ["position"]
+    extra = 1
+    formfield_overrides = JSON_OVERRIDES
+
+
+@admin.register(AuthorityPolicy)
+class AuthorityPolicyAdmin(admin.ModelAdmin):
+    list_display = ["name", "fallback_allowed", "fallback_zone", "rule_count"]
+    list_filter = ["fallback_allowed"]
+    search_fields = ["name", "rules__tool_glob", "rules__reason"]
+    inlines = [AuthorityRuleInline]
+    change_form_template = "admin/agents/authoritypolicy/change_form.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AuthorityPolicy]:
+        return super().get_queryset(request).annotate(rule_total=Count("rules", distinct=True))
+
+    @admin.display(description="rules", ordering="rule_total")
+    def rule_count(self, policy: AuthorityPolicy) -> int:
+        return policy.rule_total  # type: ignore[attr-defined]
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.evaluate_view)
+        name = f"{self.opts.app_label}_{self.opts.model_name}_evaluate"
+        return [path("<path:object_id>/evaluate/", view, name=name), *super().get_urls()]
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        if formset.model is AuthorityRule:
+            _free_positions(form.instance, formset)
+        super().save_formset(request, form, formset, change)
+
+    def evaluate_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Try a tool call against the policy: the decision and the rule that made it."""
+        policy = self.get_object(request, unquote(object_id))
+        if policy is None:
+            raise Http404("No such authority policy.")
+        if not self.has_view_permission(request, policy):
+            raise PermissionDenied
+        form = EvaluateCallForm(request.POST or None)
+        outcome = None
+        if request.method == "POST" and form.is_valid():
+            decision, rule = evaluate_policy(
+                policy, form.cleaned_data["tool_name"], form.cleaned_data["arguments"]
+            )
+            outcome = {
+                "decision": decision,
+                "rule": rule,
+                "arguments": json.dumps(form.cleaned_data["arguments"], indent=2),
+            }
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": policy,
+            "title": f"Evaluate a call against {policy}",
+            "form": form,
+            "outcome": outcome,
+            "rules": list(policy.rules.order_by("position")),
+            "change_url": reverse(
+                f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[policy.pk]
+            ),
+        }
+        return TemplateResponse(request, "admin/agents/authoritypolicy/evaluate.html", context)
+
+
+def _free_positions(policy: AuthorityPolicy, formset: Any) -> None:
+    """Move rules whose position changes (or that go) out of the way before the rows save.
+
+    Saving rows one by one would otherwise hit the unique (policy, position) constraint when
+    two rules swap places. The admin's change view runs in a transaction, and so does this.
+    """
+    moving = [
+        row.instance.pk
+        for row in formset.initial_forms
+        if row.instance.pk and ("position" in row.changed_data or row in formset.deleted_forms)
+    ]
+    if not moving or policy.pk is None:
+        return
+    with transaction.atomic():
+        stored = AuthorityRule.objects.filter(policy=policy).aggregate(top=Max("position"))
+        wanted = [row.cleaned_data.get("position") or 0 for row in formset.forms if row.is_valid()]
+        top = max([stored["top"] or 0, *wanted]) + 1
+        for offset, pk in enumerate(moving):
+            AuthorityRule.objects.filter(pk=pk).update(position=top + offset)
+
+
+@admin.register(Scope)
+class ScopeAdmin(admin.ModelAdmin):
+    list_display = ["name", "instruction_list", "tool_list", "file_list"]
+    search_fields = ["name"]
+    formfield_overrides = JSON_OVERRIDES
+
+    @staticmethod
+    def _describe(value: list[str] | None) -> str:
+        if value is None:
+            return "all"
+        return ", ".join(value) if value else "none"
+
+    @admin.display(description="instructions")
+    def instruction_list(self, scope: Scope) -> str:
+        return self._describe(scope.instructions)
+
+    @admin.display(description="tools")
+    def tool_list(self, scope: Scope) -> str:
+        return self._describe(scope.tools)
+
+    @admin.display(description="files")
+    def file_list(self, scope: Scope) -> str:
+        return self._describe(scope.files)
+
+
+@admin.register(Instruction)
+class InstructionAdmin(admin.ModelAdmin):
+    list_display = ["name", "priority", "enabled", "excerpt"]
+    list_filter = ["enabled"]
+    list_editable = ["enabled"]
+    search_fields = ["name", "content"]
+
+    @admin.display(description="content")
+    def excerpt(self, instruction: Instruction) -> str:
+        text = " ".join(instruction.content.split())
+        return text if len(text) <= 80 else f"{text[:79]}…"
+
+
+@admin.register(AgentProfile)
+class AgentProfileAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "model",
+        "enabled",
+        "is_default",
+        "scope",
+        "authority_policy",
+        "updated",
+    ]
+    list_filter = ["enabled", "is_default", "thinking", "scope", "authority_policy"]
+    list_select_related = ["scope", "authority_policy"]
+    search_fields = ["name", "slug", "model", "description"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["tools", "instructions"]
+    readonly_fields = ["created", "updated"]
+    actions = ["make_default"]
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "description", "enabled", "is_default"]}),
+        ("Model", {"fields": ["model", "thinking", "system_prompt"]}),
+        ("Bounds", {"fields": ["limit", "timeout", "token_budget"]}),
+        ("Context", {"fields": ["context_window", "keep", "sections_cap"]}),
+        ("Capabilities", {"fields": ["tools", "instructions", "scope", "authority_policy"]}),
+        ("History", {"fields": ["created", "updated"]}),
+    ]
+
+    @admin.action(description="Make the selected profile the default")
+    def make_default(self, request: HttpRequest, queryset: QuerySet[AgentProfile]) -> None:
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one profile.", messages.ERROR)
+            return
+        profile = queryset.get()
+        with transaction.atomic():
+            # Clear first: the database allows one default at a time.
+            AgentProfile.objects.filter(is_default=True).exclude(pk=profile.pk).update(
+                is_default=False
+            )
+            AgentProfile.objects.filter(pk=profile.pk).update(is_default=True)
+        self.message_user(
+            request, format_html("{} is now the default profile.", profile.name), messages.SUCCESS
+        )

@@ -1,0 +1,154 @@
+"""The chat websocket: a protocol adapter between browser frames and the run manager."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from conversations.models import Conversation
+
+from .frames import FrameError, parse_client_frame
+from .runs import Busy, RunManager, group_name, run_manager, section_payload
+from .runtime.session import NoProfileError
+
+__all__ = ["ChatConsumer"]
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+
+
+@database_sync_to_async
+def _owns(user_id: int, conversation_id: str) -> bool:
+    return Conversation.objects.filter(id=conversation_id, owner_id=user_id).exists()
+
+
+@database_sync_to_async
+def _state(user: Any, conversation_id: str) -> dict[str, Any]:
+    from conversations.services import conversation_state
+
+    return conversation_state(user=user, conversation_id=conversation_id)
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    """One socket on one conversation; every frame handler validates, calls, answers."""
+
+    manager: RunManager = run_manager
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
+        self._unsubscribe: Callable[[], None] | None = None
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not await _owns(user.id, self.conversation_id):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.user = user
+        await self.accept()
+        self.group = group_name(self.conversation_id)
+        if self.channel_layer is not None:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        await self._send_state()
+
+    async def disconnect(self, code: int) -> None:
+        # A closing tab never stops a run: only the subscription goes.
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if getattr(self, "group", None) and self.channel_layer is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _send_state(self) -> None:
+        """Send the committed state and the in-flight run, then the live frames after it."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        pending: list[dict[str, Any]] = []
+        live = False
+
+        async def deliver(frame: dict[str, Any]) -> None:
+            if live:
+                await self.send_json(frame)
+            else:
+                pending.append(frame)
+
+        self._unsubscribe = self.manager.subscribe(self.conversation_id, deliver)
+        active = self.manager.active(self.conversation_id)
+        # The run snapshot is taken before the database read: anything committed in between
+        # arrives twice at worst (clients de-duplicate by message id), never not at all.
+        run = active.snapshot() if active is not None else None
+        try:
+            state = await _state(self.user, self.conversation_id)
+        except (Http404, PermissionDenied):
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        state["run"] = run
+        await self.send_json({"type": "state", **state})
+        run_id, seq = (run["id"], run["seq"]) if run is not None else (None, 0)
+        for frame in pending:
+            if frame.get("run") == run_id and (frame.get("seq") or 0) <= seq:
+                continue
+            await self.send_json(frame)
+        live = True
+
+    async def send_json(self, frame: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(frame, ensure_ascii=False, default=str))
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            frame = parse_client_frame(text_data)
+        except FrameError as error:
+            await self.send_json({"type": "error", "code": error.code, "message": str(error)})
+            return
+        handler = getattr(self, f"on_{frame.type}")
+        try:
+            await handler(frame)
+        except Busy as error:
+            await self.send_json({"type": "error", "code": "busy", "message": str(error)})
+        except NoProfileError as error:
+            await self.send_json({"type": "error", "code": "no_profile", "message": str(error)})
+
+    async def on_send(self, frame: Any) -> None:
+        await self.manager.start(
+            user_id=self.user.id,
+            conversation_id=self.conversation_id,
+            content=frame.content,
+            images=frame.images,
+            nonce=frame.nonce,
+        )
+
+    async def on_abort(self, frame: Any) -> None:
+        if not self.manager.abort(self.conversation_id):
+            await self.send_json({"type": "error", "code": "idle", "message": "nothing to stop"})
+
+    async def on_compact(self, frame: Any) -> None:
+        section = await self.manager.compact(
+            user_id=self.user.id, conversation_id=self.conversation_id, focus=frame.focus
+        )
+        if section is None:
+            await self.send_json(
+                {"type": "error", "code": "nothing_to_compact", "message": "nothing to fold yet"}
+            )
+            return
+        self.manager.publish(
+            self.conversation_id,
+            {"type": "compaction", "run": None, "seq": None, "section": section_payload(section)},
+        )
+
+    async def on_resync(self, frame: Any) -> None:
+        await self._send_state()
+
+    async def run_frame(self, event: dict[str, Any]) -> None:
+        """A frame from a run in another process (this process's frames come directly)."""
+        if event.get("origin") == self.manager.origin:
+            return
+        await self.send_json(event["frame"])

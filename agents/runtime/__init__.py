@@ -1,0 +1,1 @@
+"""The runtime: turns operator-configured rows into a live ``orkestrel.core`` agent."""

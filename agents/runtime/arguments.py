@@ -1,0 +1,97 @@
+"""Guard a kit ``Tool``: validate the model's arguments against its schema, bound its time.
+
+The kit's ``ToolManager`` turns any exception a handler raises into the ``ToolResult.error``
+the model reads, so both guards speak by raising, with messages a model can act on:
+``invalid arguments: 'path' is a required property`` or ``timed out after 30s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from orkestrel.core import Tool, create_tool
+
+__all__ = [
+    "ToolArgumentError",
+    "ToolTimeoutError",
+    "argument_error",
+    "format_seconds",
+    "guard_tool",
+]
+
+
+class ToolArgumentError(ValueError):
+    """The model's arguments do not match the tool's JSON Schema."""
+
+
+class ToolTimeoutError(TimeoutError):
+    """A tool call ran past its time limit."""
+
+
+def format_seconds(seconds: float) -> str:
+    """``30.0`` → ``"30s"``, ``0.25`` → ``"0.25s"``."""
+    return f"{seconds:g}s"
+
+
+def argument_error(error: ValidationError) -> ToolArgumentError:
+    """The message for one schema violation, with its JSON path when it is not the root."""
+    where = error.json_path
+    prefix = "invalid arguments" if where == "$" else f"invalid arguments at {where}"
+    return ToolArgumentError(f"{prefix}: {error.message}")
+
+
+def _plain(value: Any) -> Any:
+    # jsonschema checks "object" with isinstance(dict): a read-only Mapping from a provider
+    # adapter would otherwise fail every schema.
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def guard_tool(tool: Tool, *, timeout: float | None = None) -> Tool:
+    """A copy of ``tool`` whose handler validates arguments first and runs under ``timeout``.
+
+    The schema is checked and compiled once, here; an invalid schema raises
+    ``jsonschema.SchemaError`` now rather than on every call. A violation never reaches the
+    wrapped handler. ``timeout`` is in seconds (``None``: unbounded).
+    """
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, not {timeout!r}")
+    validator: Draft202012Validator | None = None
+    if tool.parameters is not None:
+        schema = _plain(tool.parameters)
+        Draft202012Validator.check_schema(schema)
+        validator = Draft202012Validator(schema)
+
+    async def execute(arguments: Mapping[str, Any]) -> Any:
+        if validator is not None:
+            error = best_match(validator.iter_errors(_plain(arguments)))
+            if error is not None:
+                raise argument_error(error)
+        if timeout is None:
+            return await tool.run(arguments)
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                return await tool.run(arguments)
+        except TimeoutError:
+            # Only our own deadline is reported as ours; a handler's TimeoutError is its own.
+            if deadline.expired():
+                raise ToolTimeoutError(f"timed out after {format_seconds(timeout)}") from None
+            raise
+
+    return create_tool(
+        name=tool.name,
+        execute=execute,
+        description=tool.description,
+        summary=tool.summary,
+        parameters=tool.parameters,
+        safe=tool.safe,
+    )

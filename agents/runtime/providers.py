@@ -1,0 +1,37 @@
+"""Provider endpoints (rows) to live ``Provider``s."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from orkestrel.core import Provider
+from orkestrel.providers import AnthropicProvider, OllamaProvider, OpenAIProvider
+
+from ..models import ProviderEndpoint
+from .demo import DEMO_WORD_DELAY, create_demo_provider
+
+__all__ = ["provider_for"]
+
+
+def provider_for(endpoint: ProviderEndpoint, model: str) -> Provider:
+    """Build the provider an endpoint describes, for ``model`` (the key read from the env)."""
+    kind = endpoint.kind
+    if kind == ProviderEndpoint.Kind.SCRIPTED:
+        delay = getattr(settings, "ORKESTREL", {}).get("DEMO_WORD_DELAY", DEMO_WORD_DELAY)
+        return create_demo_provider(delay=delay, name=f"{endpoint.name}/{model}")
+    options = {
+        "model": model,
+        "base_url": endpoint.base_url,
+        "api_key": endpoint.api_key(),
+        "connect_timeout": endpoint.connect_timeout,
+        "read_timeout": endpoint.read_timeout,
+        "retries": endpoint.max_retries,
+        "name": f"{endpoint.name}/{model}",
+    }
+    if kind == ProviderEndpoint.Kind.OPENAI:
+        return OpenAIProvider(**options)
+    if kind == ProviderEndpoint.Kind.ANTHROPIC:
+        return AnthropicProvider(**options)
+    if kind == ProviderEndpoint.Kind.OLLAMA:
+        return OllamaProvider(**options)
+    raise ValueError(f"unknown provider kind {kind!r} for endpoint {endpoint.name!r}")

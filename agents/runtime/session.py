@@ -1,0 +1,312 @@
+"""A chat session: one conversation's live agent, built from rows and persisted as it goes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from conversations.models import AuthorityDecision, Conversation
+from conversations.stores import DjangoConversationStore
+from orkestrel.core import (
+    Agent,
+    ConversationManager,
+    InstructionManager,
+    Scope,
+    TokenUsage,
+    ToolCall,
+    WorkspaceManager,
+    create_budget,
+    create_token_budget,
+    estimate_messages,
+)
+from orkestrel.core import (
+    AuthorityDecision as Decision,
+)
+from workspaces.models import Workspace
+from workspaces.stores import DjangoWorkspaceStore
+
+from ..authority import PolicyAuthority
+from ..models import AgentProfile, AuthorityPolicy, AuthorityRule, ProviderEndpoint, Tool
+from .providers import provider_for
+from .registry import ToolContext
+from .summarizer import make_summarizer
+from .toolset import build_tool_manager
+
+__all__ = ["ChatSession", "NoProfileError", "RuntimeSpec", "load_spec"]
+
+logger = logging.getLogger(__name__)
+
+
+class NoProfileError(LookupError):
+    """No enabled agent profile can serve the conversation."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSpec:
+    """Everything a session needs from the database, loaded in one synchronous step."""
+
+    conversation_id: str
+    user_id: int
+    workspace_id: str
+    profile: AgentProfile
+    endpoint: ProviderEndpoint
+    tools: tuple[Tool, ...]
+    policy: AuthorityPolicy | None
+    rules: tuple[AuthorityRule, ...]
+    scope: Scope | None
+    instructions: tuple[Mapping[str, Any], ...]
+
+
+def _profile_for(conversation: Conversation) -> AgentProfile:
+    profile = conversation.profile
+    if profile is not None and profile.enabled:
+        return profile
+    fallback = AgentProfile.objects.filter(enabled=True).order_by("-is_default", "name").first()
+    if fallback is None:
+        raise NoProfileError("no enabled agent profile; an operator must create one")
+    return fallback
+
+
+def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
+    """Load the rows behind one conversation of ``user_id`` (``Conversation.DoesNotExist``)."""
+    conversation = Conversation.objects.select_related("profile").get(
+        id=conversation_id, owner_id=user_id
+    )
+    profile = _profile_for(conversation)
+    endpoint = profile.endpoint()
+    if endpoint is None:
+        raise NoProfileError(f"profile {profile.slug!r} names a missing endpoint")
+    if conversation.workspace_id is None:
+        # Every conversation gets a workspace the first time it runs.
+        with transaction.atomic():
+            workspace = Workspace.objects.create(
+                owner_id=user_id, name=conversation.title or "Workspace"
+            )
+            Conversation.objects.filter(id=conversation.id).update(workspace=workspace)
+        workspace_id = str(workspace.id)
+    else:
+        workspace_id = str(conversation.workspace_id)
+    policy = profile.authority_policy
+    rules = tuple(policy.rules.order_by("position")) if policy is not None else ()
+    scope = profile.scope.to_core() if profile.scope is not None else None
+    return RuntimeSpec(
+        conversation_id=str(conversation.id),
+        user_id=user_id,
+        workspace_id=workspace_id,
+        profile=profile,
+        endpoint=endpoint,
+        tools=tuple(profile.tools.filter(enabled=True).order_by("name")),
+        policy=policy,
+        rules=rules,
+        scope=scope,
+        instructions=tuple(
+            row.to_core_input() for row in profile.instructions.filter(enabled=True)
+        ),
+    )
+
+
+@dataclass
+class DecisionLog:
+    """Authority decisions made during a run, written to the database at commit points."""
+
+    pending: list[tuple[ToolCall, Decision, AuthorityRule | None]] = field(default_factory=list)
+
+    def record(self, call: ToolCall, decision: Decision, rule: AuthorityRule | None) -> None:
+        self.pending.append((call, decision, rule))
+
+    def drain(self) -> list[tuple[ToolCall, Decision, AuthorityRule | None]]:
+        pending, self.pending = self.pending, []
+        return pending
+
+
+class ChatSession:
+    """The live agent of one conversation plus what persists it."""
+
+    def __init__(
+        self,
+        spec: RuntimeSpec,
+        agent: Agent,
+        conversations: ConversationManager,
+        workspaces: WorkspaceManager,
+        decisions: DecisionLog,
+    ) -> None:
+        self.spec = spec
+        self.agent = agent
+        self.conversations = conversations
+        self.workspaces = workspaces
+        self.decisions = decisions
+        self.run_id: int | None = None
+        # Paths the agent changed this session: only these are written back, so a file the
+        # user uploads while a run is going is never overwritten or dropped.
+        self._written: set[str] = set()
+        self._removed: set[str] = set()
+        self._cleared = False
+        for workspace in workspaces.workspaces():
+            emitter = workspace.emitter
+            emitter.on("write", lambda file: self._touch(file.path))
+            emitter.on("remove", lambda path: self._drop(path))
+            emitter.on("move", lambda event: (self._drop(event["from"]), self._touch(event["to"])))
+            emitter.on("clear", self._clear)
+
+    def _touch(self, path: str) -> None:
+        self._written.add(path)
+        self._removed.discard(path)
+
+    def _drop(self, path: str) -> None:
+        self._removed.add(path)
+        self._written.discard(path)
+
+    def _clear(self) -> None:
+        self._cleared = True
+        self._written.clear()
+        self._removed.clear()
+
+    @property
+    def conversation_id(self) -> str:
+        return self.spec.conversation_id
+
+    @property
+    def think(self) -> str | None:
+        """The profile's thinking level for run options (``None``: provider default)."""
+        return self.spec.profile.thinking or None
+
+    @classmethod
+    async def open(cls, conversation_id: str, user_id: int) -> ChatSession:
+        """Build the session for a conversation the user owns."""
+        spec = await sync_to_async(load_spec)(conversation_id, user_id)
+        return await cls.build(spec)
+
+    @classmethod
+    async def build(cls, spec: RuntimeSpec) -> ChatSession:
+        profile = spec.profile
+        provider = provider_for(spec.endpoint, profile.model_name)
+        conversations = ConversationManager(
+            summarize=make_summarizer(provider),
+            keep=profile.keep,
+            sections=profile.sections_cap,
+            store=DjangoConversationStore(owner=spec.user_id),
+        )
+        if await conversations.open(spec.conversation_id) is None:
+            conversations.add(id=spec.conversation_id)
+        workspaces = WorkspaceManager(store=DjangoWorkspaceStore(owner=spec.user_id))
+        if await workspaces.open(spec.workspace_id) is None:
+            workspaces.add(id=spec.workspace_id)
+        instructions = InstructionManager()
+        if spec.instructions:
+            instructions.add(list(spec.instructions))
+        decisions = DecisionLog()
+        # Built from rows loaded in ``load_spec``: evaluating a call must run no query.
+        authority = (
+            PolicyAuthority(spec.policy, spec.rules, decisions.record)
+            if spec.policy is not None
+            else None
+        )
+        agent = Agent(
+            provider,
+            system=profile.system_prompt or None,
+            instructions=instructions,
+            workspaces=workspaces,
+            conversations=conversations,
+            scope=spec.scope,
+            authority=authority,
+            limit=profile.limit,
+            timeout=profile.timeout,
+            budget=create_token_budget(profile.token_budget) if profile.token_budget else None,
+            window=(
+                create_budget(profile.context_window, estimate_messages)
+                if profile.context_window
+                else None
+            ),
+        )
+        context = ToolContext(
+            user_id=spec.user_id,
+            conversation_id=spec.conversation_id,
+            agent_context=agent.context,
+            settings=getattr(settings, "ORKESTREL", {}),
+        )
+        tools = build_tool_manager(spec.tools, context)
+        for tool in tools.tools():
+            agent.context.tools.add(tool)
+        return cls(spec, agent, conversations, workspaces, decisions)
+
+    async def commit(self, usage: TokenUsage | None = None) -> None:
+        """Persist what changed: the conversation, the workspace, decisions and usage."""
+        await self.conversations.save(self.conversation_id)
+        if self._written or self._removed or self._cleared:
+            await self._save_workspace()
+        decisions = self.decisions.drain()
+        if decisions or usage is not None:
+            await sync_to_async(self._write_rows)(decisions, usage)
+
+    async def _save_workspace(self) -> None:
+        """Merge this session's file changes into what is stored now, then save that."""
+        workspace = self.workspaces.workspace(self.spec.workspace_id)
+        store = self.workspaces.store
+        if workspace is None or store is None:
+            return
+        written, removed, cleared = self._written, self._removed, self._cleared
+        self._written, self._removed, self._cleared = set(), set(), False
+        stored = await store.get(self.spec.workspace_id)
+        files: dict[str, Any] = {}
+        if stored is not None and not cleared:
+            files = {file["path"]: file for file in stored["files"]}
+        mine = workspace.snapshot()
+        for file in mine["files"]:
+            if file["path"] in written:
+                files[file["path"]] = file
+        for path in removed:
+            files.pop(path, None)
+        await store.set({"id": self.spec.workspace_id, "files": list(files.values())})
+
+    def _write_rows(
+        self,
+        decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]],
+        usage: TokenUsage | None,
+    ) -> None:
+        if decisions:
+            AuthorityDecision.objects.bulk_create(
+                [
+                    AuthorityDecision(
+                        run_id=self.run_id,
+                        conversation_id=self.conversation_id,
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        arguments=_jsonable(call.arguments),
+                        rule=rule,
+                        rule_label=_rule_label(rule),
+                        zone=decision.zone,
+                        allowed=decision.allowed,
+                        reason=decision.reason or "",
+                    )
+                    for call, decision, rule in decisions
+                ]
+            )
+        if usage is not None and usage.total:
+            Conversation.objects.filter(id=self.conversation_id).update(
+                usage_prompt=F("usage_prompt") + usage.prompt,
+                usage_completion=F("usage_completion") + usage.completion,
+                usage_total=F("usage_total") + usage.total,
+            )
+
+
+def _rule_label(rule: AuthorityRule | None) -> str:
+    if rule is None:
+        return "fallback"
+    verdict = "allow" if rule.allowed else "deny"
+    return f"#{rule.position} {rule.tool_glob} → {verdict}"
+
+
+def _jsonable(arguments: Mapping[str, Any]) -> Any:
+    import json
+
+    try:
+        return json.loads(json.dumps(dict(arguments), default=str))
+    except (TypeError, ValueError):
+        return {}

@@ -1,0 +1,31 @@
+"""The conversation summarizer, built from the profile's own provider (the seed's pattern)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from orkestrel.core import AbortSignal, ConversationSummarizer, Message, Provider, mint_id
+
+__all__ = ["SUMMARY_INSTRUCTION", "SUMMARY_TIMEOUT", "make_summarizer"]
+
+SUMMARY_TIMEOUT = 120.0
+SUMMARY_INSTRUCTION = (
+    "Summarize the conversation so far concisely. Keep names, numbers, decisions, open "
+    "questions and anything the user asked to remember."
+)
+
+
+def make_summarizer(provider: Provider, focus: str | None = None) -> ConversationSummarizer:
+    """A summarizer calling ``provider``; ``focus`` says what the summary must keep (seed 004)."""
+    instruction = SUMMARY_INSTRUCTION
+    if focus:
+        instruction += f" Focus on: {focus}"
+
+    async def summarize(messages: Sequence[Message]) -> str:
+        # The instruction goes last as a user turn: a chat model answers nothing when the
+        # prompt ends on an assistant turn.
+        prompt = [*messages, Message(mint_id(), "user", instruction)]
+        result = await provider.generate(prompt, AbortSignal.timeout(SUMMARY_TIMEOUT))
+        return result.content.strip()
+
+    return summarize

@@ -1,0 +1,84 @@
+"""Turn enabled ``agents.Tool`` rows into the kit ``ToolManager`` a run's agent calls.
+
+A ``builtin`` row names a factory in the ``ToolRegistry``; an ``http`` row becomes an
+operator-defined HTTP tool. Every tool is guarded (argument schema, the row's timeout). What
+the operator wrote on the row (description, summary, parameters, safe) wins over a built-in's
+defaults; a row left at its defaults keeps the built-in's own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from jsonschema import SchemaError
+
+from orkestrel.core import Tool, ToolManager, create_tool
+
+from ..models import Tool as ToolRow
+from ..validators import default_parameters
+from .arguments import guard_tool
+from .http_tools import build_http_tool
+from .registry import BuiltinTool, ToolContext, ToolRegistry, builtin_tools
+
+__all__ = ["build_tool", "build_tool_manager"]
+
+logger = logging.getLogger(__name__)
+
+
+def _builtin(row: ToolRow, entry: BuiltinTool, context: ToolContext) -> Tool:
+    made = entry.factory(context)
+    # The empty object schema is the row's default: it means "not set", not "no arguments".
+    parameters = (
+        row.parameters if row.parameters and row.parameters != default_parameters() else None
+    )
+    return create_tool(
+        name=row.name,
+        execute=made.execute,
+        description=row.description or made.description or entry.description,
+        summary=row.summary or made.summary,
+        parameters=parameters if parameters is not None else made.parameters or entry.parameters,
+        # A boolean cannot say "unset": the operator can mark a built-in safe, and a built-in
+        # that declares itself safe stays so.
+        safe=row.safe or made.safe,
+    )
+
+
+def build_tool(
+    row: ToolRow, context: ToolContext, registry: ToolRegistry = builtin_tools
+) -> Tool | None:
+    """The guarded kit ``Tool`` for one row, or ``None`` (disabled, unknown built-in, broken)."""
+    if not row.enabled:
+        return None
+    if row.kind == ToolRow.Kind.BUILTIN:
+        entry = registry.get(row.name)
+        if entry is None:
+            logger.warning("tool %r names no registered built-in; skipped", row.name)
+            return None
+        tool = _builtin(row, entry, context)
+    elif row.kind == ToolRow.Kind.HTTP:
+        tool = build_http_tool(row)
+    else:
+        logger.warning("tool %r has unknown kind %r; skipped", row.name, row.kind)
+        return None
+    try:
+        return guard_tool(tool, timeout=row.timeout)
+    except (SchemaError, ValueError) as error:
+        logger.warning("tool %r is misconfigured (%s); skipped", row.name, error)
+        return None
+
+
+def build_tool_manager(
+    rows: Iterable[ToolRow], context: ToolContext, registry: ToolRegistry = builtin_tools
+) -> ToolManager:
+    """A ``ToolManager`` of the enabled rows' tools, in the rows' order.
+
+    ``rows`` should be loaded already (a list): iterating a lazy queryset here would query
+    the database from the event loop.
+    """
+    manager = ToolManager()
+    for row in rows:
+        tool = build_tool(row, context, registry)
+        if tool is not None:
+            manager.add(tool)
+    return manager

@@ -1,0 +1,196 @@
+"""The operators' admin for conversations: read-only transcripts, runs and authority decisions.
+
+Conversations are written by the store and the runtime, never by hand: the change page shows
+the transcript (each section's summary over its collapsible originals, then the live
+messages), the runs and the authority decisions. Only the title can be edited; nothing can be
+added or deleted here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, Prefetch, QuerySet
+from django.http import HttpRequest
+from django.template.loader import render_to_string
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from .models import AuthorityDecision, Conversation, Message, Run, Section
+
+# A transcript page stays renderable however long the history: the newest live messages and
+# the first originals of each section are shown, with a count of the rest.
+LIVE_LIMIT = 500
+ORIGINALS_LIMIT = 200
+
+
+class ReadOnlyMixin:
+    """No add, change or delete: operators look, the application writes."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def pretty_json(value: Any) -> SafeString:
+    """``value`` as indented JSON in a ``<pre>`` (escaped)."""
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def usage_text(row: Conversation | Run) -> str:
+    return f"{row.usage_total} ({row.usage_prompt} prompt + {row.usage_completion} completion)"
+
+
+class RunInline(ReadOnlyMixin, admin.TabularInline):
+    model = Run
+    extra = 0
+    ordering = ["-created"]
+    fields = ["status", "stop_reason", "usage", "created", "started", "finished", "took", "error"]
+    readonly_fields = fields
+
+    @admin.display(description="tokens")
+    def usage(self, run: Run) -> str:
+        return usage_text(run)
+
+    @admin.display(description="duration")
+    def took(self, run: Run) -> str:
+        return "" if run.duration is None else f"{run.duration:.2f} s"
+
+
+class DecisionInline(ReadOnlyMixin, admin.TabularInline):
+    model = AuthorityDecision
+    extra = 0
+    fields = ["created", "run", "tool_name", "tool_call_id", "call_arguments", "rule_label"]
+    fields += ["zone", "allowed", "reason"]
+    readonly_fields = fields
+    verbose_name_plural = "authority decisions"
+
+    @admin.display(description="arguments")
+    def call_arguments(self, decision: AuthorityDecision) -> SafeString:
+        return pretty_json(decision.arguments)
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "owner", "profile", "message_count", "usage_total", "updated"]
+    list_filter = ["profile", "updated"]
+    list_select_related = ["owner", "profile"]
+    search_fields = ["title", "owner__username", "summary"]
+    date_hierarchy = "updated"
+    fieldsets = [
+        (None, {"fields": ["title", "id", "owner", "profile", "workspace"]}),
+        ("Usage", {"fields": ["usage", "created", "updated"]}),
+        ("Transcript", {"fields": ["rollup", "transcript"]}),
+    ]
+    readonly_fields = [
+        "id",
+        "owner",
+        "profile",
+        "workspace",
+        "usage",
+        "created",
+        "updated",
+        "rollup",
+        "transcript",
+    ]
+    inlines = [RunInline, DecisionInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
+        return super().get_queryset(request).annotate(message_total=Count("messages"))
+
+    @admin.display(description="messages", ordering="message_total")
+    def message_count(self, conversation: Conversation) -> int:
+        return conversation.message_total  # type: ignore[attr-defined]
+
+    @admin.display(description="tokens")
+    def usage(self, conversation: Conversation) -> str:
+        return usage_text(conversation)
+
+    @admin.display(description="summary")
+    def rollup(self, conversation: Conversation) -> str:
+        return conversation.summary or "(not compacted yet)"
+
+    @admin.display(description="messages")
+    def transcript(self, conversation: Conversation) -> SafeString:
+        ordered = Message.objects.order_by("position", "pk")
+        sections = conversation.sections.order_by("position").prefetch_related(
+            Prefetch("messages", queryset=ordered, to_attr="originals")
+        )
+        live = conversation.messages.filter(section__isnull=True)
+        total = live.count()
+        newest = list(live.order_by("-position", "-pk")[:LIVE_LIMIT])[::-1]
+        return render_to_string(
+            "admin/conversations/transcript.html",
+            {
+                "sections": [_section_view(section) for section in sections],
+                "live": [_message_view(message) for message in newest],
+                "hidden": total - len(newest),
+            },
+        )
+
+
+def _section_view(section: Section) -> dict[str, Any]:
+    originals = section.originals  # type: ignore[attr-defined]
+    return {
+        "number": section.position + 1,
+        "id": section.section_id,
+        "summary": section.summary,
+        "count": len(originals),
+        "messages": [_message_view(message) for message in originals[:ORIGINALS_LIMIT]],
+        "hidden": max(0, len(originals) - ORIGINALS_LIMIT),
+    }
+
+
+def _message_view(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.message_id,
+        "role": message.role,
+        "content": message.content,
+        "calls": [
+            {
+                "name": call.get("name"),
+                "id": call.get("id"),
+                "arguments": _dump(call.get("arguments")),
+            }
+            for call in (message.calls or [])
+            if isinstance(call, dict)
+        ],
+        "images": len(message.images or []),
+        "tool_call_id": message.tool_call_id,
+        "usage": _dump(message.usage) if message.usage else "",
+    }
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "conversation", "status", "stop_reason", "usage_total", "created"]
+    list_filter = ["status", "created"]
+    list_select_related = ["conversation"]
+    search_fields = ["conversation__title", "error"]
+    date_hierarchy = "created"
+
+
+@admin.register(AuthorityDecision)
+class AuthorityDecisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["created", "tool_name", "allowed", "zone", "rule_label", "conversation"]
+    list_filter = ["allowed", "zone", "created"]
+    list_select_related = ["conversation"]
+    search_fields = ["tool_name", "rule_label", "reason"]
+    date_hierarchy = "created"

@@ -1,0 +1,320 @@
+"""Use cases of the chat UI: list, create, rename and delete conversations, and read their state.
+
+Views and the websocket consumer call these with the acting ``user``; every function that takes
+a ``conversation_id`` checks ownership and raises ``Http404`` for a conversation the user does
+not own (so its existence does not leak).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import defaultdict
+from typing import Any, TypedDict
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.http import Http404
+
+from agents.models import AgentProfile
+from orkestrel.core import Conversation as KitConversation
+from orkestrel.core import estimate_messages
+
+from .models import AuthorityDecision, Conversation, Message, Section
+from .rendering import render_markdown
+
+__all__ = [
+    "ConversationState",
+    "MessagePayload",
+    "conversation_state",
+    "create_conversation",
+    "default_profile",
+    "delete_conversation",
+    "enabled_profiles",
+    "get_conversation",
+    "list_conversations",
+    "message_payload",
+    "pretty_json",
+    "rename_conversation",
+    "section_payload",
+    "transcript_items",
+]
+
+User = AbstractBaseUser | AnonymousUser
+TITLE_MAX = Conversation._meta.get_field("title").max_length or 200
+
+
+class MessagePayload(TypedDict):
+    id: str
+    role: str
+    content: str
+    html: str
+    calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    images_count: int
+
+
+class ConversationState(TypedDict):
+    conversation: dict[str, Any]
+    messages: list[MessagePayload]
+    sections: list[dict[str, Any]]
+    usage: dict[str, int]
+    context: dict[str, int | None]
+    denials: dict[str, dict[str, str]]
+
+
+# -- ownership -------------------------------------------------------------------------------
+
+
+def _require_user(user: User) -> AbstractBaseUser:
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in first.")
+    return user  # type: ignore[return-value]
+
+
+def get_conversation(*, user: User, conversation_id: uuid.UUID | str) -> Conversation:
+    """The user's conversation ``conversation_id`` (``Http404`` if absent or someone else's)."""
+    owner = _require_user(user)
+    try:
+        key = uuid.UUID(str(conversation_id))
+    except ValueError:
+        raise Http404("No such conversation.") from None
+    conversation = (
+        Conversation.objects.select_related("profile").filter(pk=key, owner_id=owner.pk).first()
+    )
+    if conversation is None:
+        raise Http404("No such conversation.")
+    return conversation
+
+
+# -- profiles --------------------------------------------------------------------------------
+
+
+def enabled_profiles() -> QuerySet[AgentProfile]:
+    """The profiles a user may pick, default first."""
+    return AgentProfile.objects.filter(enabled=True).order_by("-is_default", "name", "slug")
+
+
+def default_profile() -> AgentProfile | None:
+    """The default profile when enabled, else the first enabled one (as the runtime falls back)."""
+    return enabled_profiles().first()
+
+
+def _effective_profile(conversation: Conversation) -> AgentProfile | None:
+    profile = conversation.profile
+    if profile is not None and profile.enabled:
+        return profile
+    return default_profile()
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def list_conversations(*, user: User, query: str = "") -> QuerySet[Conversation]:
+    """The user's conversations, newest first; ``query`` matches titles and message content.
+
+    Each row carries ``preview``: the first user message, for untitled conversations.
+    """
+    owner = _require_user(user)
+    first_user_message = Message.objects.filter(
+        conversation=OuterRef("pk"), role=Message.Role.USER
+    ).order_by("position")
+    conversations = (
+        Conversation.objects.filter(owner_id=owner.pk)
+        .select_related("profile")
+        .annotate(preview=Subquery(first_user_message.values("content")[:1]))
+        .order_by("-updated", "-created")
+    )
+    query = query.strip()
+    if query:
+        matching = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query)
+        conversations = conversations.filter(Q(title__icontains=query) | Exists(matching))
+    return conversations
+
+
+def _clean_title(title: str) -> str:
+    title = " ".join((title or "").split())
+    if len(title) > TITLE_MAX:
+        raise ValidationError({"title": f"Keep the title under {TITLE_MAX + 1} characters."})
+    return title
+
+
+def create_conversation(
+    *, user: User, profile: AgentProfile | int | None = None, title: str = ""
+) -> Conversation:
+    """Start a conversation for ``user`` with ``profile`` (default: the default profile).
+
+    Raises:
+        ValidationError: ``{"profile": ...}`` for an unknown or disabled profile,
+            ``{"title": ...}`` for a title too long.
+    """
+    owner = _require_user(user)
+    chosen: AgentProfile | None
+    if profile is None:
+        chosen = default_profile()
+    else:
+        key = profile.pk if isinstance(profile, AgentProfile) else profile
+        chosen = enabled_profiles().filter(pk=key).first()
+        if chosen is None:
+            raise ValidationError({"profile": "Choose an enabled agent profile."})
+    conversation = Conversation(owner_id=owner.pk, profile=chosen, title=_clean_title(title))
+    conversation.full_clean()
+    conversation.save()
+    return conversation
+
+
+def rename_conversation(
+    *, user: User, conversation_id: uuid.UUID | str, title: str
+) -> Conversation:
+    """Set the title of one of the user's conversations (``ValidationError`` if empty or long)."""
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    cleaned = _clean_title(title)
+    if not cleaned:
+        raise ValidationError({"title": "Enter a title."})
+    conversation.title = cleaned
+    conversation.full_clean()
+    conversation.save(update_fields=["title"])  # a rename is not activity: keep the order
+    return conversation
+
+
+def delete_conversation(*, user: User, conversation_id: uuid.UUID | str) -> None:
+    """Delete one of the user's conversations with its sections, messages and runs."""
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    with transaction.atomic():
+        conversation.delete()
+
+
+# -- state -----------------------------------------------------------------------------------
+
+
+def message_payload(message: Message) -> MessagePayload:
+    """One message as the UI and the websocket frames carry it (``html`` is sanitized)."""
+    rendered = message.role in (Message.Role.USER, Message.Role.ASSISTANT)
+    return {
+        "id": message.message_id,
+        "role": message.role,
+        "content": message.content,
+        "html": render_markdown(message.content) if rendered else "",
+        "calls": message.calls,
+        "tool_call_id": message.tool_call_id or None,
+        "images_count": len(message.images or ()),
+    }
+
+
+def section_payload(section: Section, messages: list[Message]) -> dict[str, Any]:
+    """One compaction section: its recap (text and sanitized ``html``) and its originals."""
+    return {
+        "id": section.section_id,
+        "summary": section.summary,
+        "html": render_markdown(section.summary),
+        "messages": [message_payload(message) for message in messages],
+    }
+
+
+def _context_used(conversation: Conversation, sections: list[Section], rows: list[Message]) -> int:
+    # The same estimate the agent's window budget makes: the kit's view (recaps + live tail).
+    snapshot: dict[str, Any] = {
+        "id": str(conversation.pk),
+        "sections": [
+            {"id": section.section_id, "summary": section.summary, "messages": []}
+            for section in sections
+        ],
+        "messages": [row.to_dict() for row in rows if row.section_id is None],
+    }
+    return estimate_messages(KitConversation(snapshot=snapshot).view())
+
+
+def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> ConversationState:
+    """The committed state of a conversation, JSON-able (first render and the ``state`` frame).
+
+    ``denials`` maps a denied tool call's id to ``{"reason", "rule"}`` so a re-rendered tool
+    card keeps its "denied" badge.
+    """
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    sections = list(Section.objects.filter(conversation=conversation).order_by("position"))
+    rows = list(Message.objects.filter(conversation=conversation).order_by("position"))
+    originals: dict[int, list[Message]] = defaultdict(list)
+    for row in rows:
+        if row.section_id is not None:
+            originals[row.section_id].append(row)
+    profile = _effective_profile(conversation)
+    denials = {
+        decision.tool_call_id: {"reason": decision.reason, "rule": decision.rule_label}
+        for decision in AuthorityDecision.objects.filter(
+            conversation=conversation, allowed=False
+        ).exclude(tool_call_id="")
+    }
+    return {
+        "conversation": {
+            "id": str(conversation.pk),
+            "title": conversation.title,
+            "profile": (
+                {"id": profile.pk, "slug": profile.slug, "name": profile.name}
+                if profile is not None
+                else None
+            ),
+            "summary": conversation.summary,
+        },
+        "messages": [message_payload(row) for row in rows if row.section_id is None],
+        "sections": [section_payload(section, originals[section.pk]) for section in sections],
+        "usage": {
+            "prompt": conversation.usage_prompt,
+            "completion": conversation.usage_completion,
+            "total": conversation.usage_total,
+        },
+        "context": {
+            "used": _context_used(conversation, sections, rows),
+            "window": profile.context_window if profile is not None else None,
+        },
+        "denials": denials,
+    }
+
+
+# -- server-side transcript ------------------------------------------------------------------
+
+
+def pretty_json(value: Any) -> str:
+    """``value`` as indented JSON; a string holding JSON is parsed first."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def transcript_items(
+    messages: list[MessagePayload], denials: dict[str, dict[str, str]]
+) -> list[dict[str, Any]]:
+    """Group messages for display: each assistant turn with its tool cards and their results.
+
+    Mirrors ``transcriptItems`` in ``static/orkestrel/render.js``, which rebuilds the same DOM
+    from a ``state`` frame.
+    """
+    results = {m["tool_call_id"]: m for m in messages if m["role"] == "tool" and m["tool_call_id"]}
+    called = {call.get("id") for m in messages for call in (m["calls"] or ())}
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] == "tool" and message["tool_call_id"] in called:
+            continue  # shown inside its call's card
+        tools = []
+        for call in message["calls"] or ():
+            call_id = call.get("id", "")
+            result = results.get(call_id)
+            tools.append(
+                {
+                    "id": call_id,
+                    "name": call.get("name", ""),
+                    "arguments": pretty_json(call.get("arguments", {})),
+                    "result": pretty_json(result["content"]) if result is not None else None,
+                    "denial": denials.get(call_id),
+                }
+            )
+        items.append({"message": message, "tools": tools})
+    return items

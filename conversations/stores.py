@@ -1,0 +1,170 @@
+"""The Django-backed ``ConversationStore``: the kit's snapshots over normalized rows.
+
+``get`` rebuilds a snapshot in three queries whatever the history's length. ``set`` writes only
+the difference, in one transaction (planned by ``writer.Writer``): new message ids inserted,
+vanished ones deleted, the messages a compaction folded re-parented into their new section,
+the rollup updated. A turn costs the same few queries at ten messages or ten thousand. The
+``*_sync`` twins serve sync callers (views, management commands, tests).
+
+Contract (as the kit's): a message is immutable, so a stored message id always names the same
+message; a snapshot that reuses an id for different content keeps the stored content.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+
+from orkestrel.core.conversation_store import ConversationSnapshot, is_conversation_snapshot
+from workspaces.stores import in_thread, owner_pk, parse_id
+
+from .models import Conversation, Message, Section, message_dict
+from .writer import Stored, Writer, layout
+
+__all__ = ["DjangoConversationStore"]
+
+_MESSAGE_COLUMNS = (
+    "section_id",
+    "message_id",
+    "role",
+    "content",
+    "calls",
+    "images",
+    "tool_call_id",
+)
+
+
+class DjangoConversationStore:
+    """A ``ConversationStore`` over the ``conversations`` models.
+
+    Args:
+        owner: The user (or user id) whose conversations this store sees and creates. Without
+            one the store sees every conversation but cannot create one (``set`` of an unknown
+            id raises ``ValueError``).
+    """
+
+    def __init__(self, owner: AbstractBaseUser | int | None = None) -> None:
+        self._owner = owner_pk(owner)
+
+    def __repr__(self) -> str:
+        return f"DjangoConversationStore(owner={self._owner!r})"
+
+    # -- the kit's async contract ----------------------------------------------------------
+
+    async def get(self, id: str) -> ConversationSnapshot | None:
+        """The stored snapshot, or ``None`` (unknown or malformed id)."""
+        return await in_thread(self.get_sync)(id)
+
+    async def set(self, snapshot: ConversationSnapshot) -> None:
+        """Upsert ``snapshot`` under ``snapshot["id"]`` (see ``set_sync``)."""
+        await in_thread(self.set_sync)(snapshot)
+
+    async def delete(self, id: str) -> None:
+        """Drop the conversation ``id`` with everything under it; an absent id is a no-op."""
+        await in_thread(self.delete_sync)(id)
+
+    # -- sync twins ------------------------------------------------------------------------
+
+    def _conversations(self) -> QuerySet[Conversation]:
+        queryset = Conversation.objects.all()
+        return queryset if self._owner is None else queryset.filter(owner_id=self._owner)
+
+    def get_sync(self, id: str) -> ConversationSnapshot | None:
+        """Rebuild the snapshot in three queries; ``None`` for an unknown or malformed id."""
+        key = parse_id(id)
+        if key is None:
+            return None
+        found = self._conversations().filter(pk=key).values_list("summary", flat=True)[:1]
+        summary = list(found)
+        if not summary:
+            return None
+        sections = list(
+            Section.objects.filter(conversation_id=key)
+            .order_by("position")
+            .values_list("pk", "section_id", "summary")
+        )
+        originals: dict[int, list[dict[str, Any]]] = {pk: [] for pk, _, _ in sections}
+        tail: list[dict[str, Any]] = []
+        rows = (
+            Message.objects.filter(conversation_id=key)
+            .order_by("position", "pk")
+            .values_list(*_MESSAGE_COLUMNS)
+        )
+        for section, *columns in rows:
+            (tail if section is None else originals[section]).append(message_dict(*columns))
+        snapshot: ConversationSnapshot = {
+            "id": str(key),
+            "sections": [
+                {"id": section_id, "summary": text, "messages": originals[pk]}
+                for pk, section_id, text in sections
+            ],
+            "messages": tail,
+        }
+        if summary[0] is not None:
+            snapshot["summary"] = summary[0]
+        return snapshot
+
+    def set_sync(self, snapshot: ConversationSnapshot) -> None:
+        """Write ``snapshot``, changing only what differs from the stored rows.
+
+        Raises:
+            ValueError: ``snapshot`` is malformed, its id is not a canonical UUID string, a
+                message or section id repeats, or the conversation is new and the store has
+                no owner.
+            PermissionError: the conversation belongs to another owner than the store's.
+        """
+        if not is_conversation_snapshot(snapshot):
+            raise ValueError("snapshot must be a valid conversation snapshot")
+        key = parse_id(snapshot["id"])
+        if key is None:
+            raise ValueError(
+                f"conversation id must be a canonical UUID string, not {snapshot['id']!r}"
+            )
+        groups = layout(snapshot)
+        with transaction.atomic():
+            Writer(key, groups, self._claim(key)).write(snapshot.get("summary"))
+
+    def delete_sync(self, id: str) -> None:
+        """Drop the conversation ``id`` (sections, messages, runs cascade); absent is a no-op."""
+        key = parse_id(id)
+        if key is not None:
+            self._conversations().filter(pk=key).delete()
+
+    def _claim(self, key: uuid.UUID) -> Stored:
+        """Lock (PostgreSQL) or create the conversation row; what the save needs to know of it."""
+        row = _locked(key)
+        if row is None:
+            if self._owner is None:
+                raise ValueError("creating a conversation needs a store with an owner")
+            try:
+                with transaction.atomic():
+                    Conversation.objects.create(id=key, owner_id=self._owner)
+                return Stored(summary=None, top=-1, total=0)
+            except IntegrityError:
+                # A concurrent first save created it: wait for its lock and carry on.
+                row = _locked(key)
+                if row is None:
+                    raise
+        owner, summary, top, total = row
+        if self._owner is not None and owner != self._owner:
+            raise PermissionError(f"conversation {str(key)!r} belongs to another user")
+        return Stored(summary=summary, top=-1 if top is None else top, total=total or 0)
+
+
+def _locked(key: uuid.UUID) -> tuple[int, str | None, int | None, int | None] | None:
+    """The conversation's owner, rollup, highest position and message count, row locked."""
+    messages = Message.objects.filter(conversation_id=OuterRef("pk")).order_by()
+    return (
+        Conversation.objects.select_for_update()
+        .filter(pk=key)
+        .annotate(
+            top=Subquery(messages.order_by("-position").values("position")[:1]),
+            total=Subquery(messages.values("conversation_id").annotate(n=Count("pk")).values("n")),
+        )
+        .values_list("owner_id", "summary", "top", "total")
+        .first()
+    )

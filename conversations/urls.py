@@ -1,0 +1,15 @@
+"""Routes of the chat UI's conversation pages."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "conversations"
+
+urlpatterns = [
+    path("", views.conversation_list, name="list"),
+    path("c/new/", views.conversation_create, name="create"),
+    path("c/<uuid:conversation_id>/", views.conversation_chat, name="chat"),
+    path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="rename"),
+    path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="delete"),
+]

@@ -1,0 +1,148 @@
+"""Pages of the chat UI: the conversation list and the chat view (thin: services do the work)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from workspaces.services import MAX_TEXT_BYTES, list_files, max_image_bytes
+
+from .forms import NewConversationForm, RenameConversationForm, SearchForm
+from .services import (
+    conversation_state,
+    create_conversation,
+    delete_conversation,
+    get_conversation,
+    list_conversations,
+    rename_conversation,
+    transcript_items,
+)
+
+__all__ = [
+    "conversation_chat",
+    "conversation_create",
+    "conversation_delete",
+    "conversation_list",
+    "conversation_rename",
+]
+
+PAGE_SIZE = 50
+
+
+def _list_page(
+    request: HttpRequest, new_form: NewConversationForm, status: int = 200
+) -> HttpResponse:
+    search = SearchForm(request.GET)
+    query = search.cleaned_data["q"] if search.is_valid() else ""
+    page = Paginator(list_conversations(user=request.user, query=query), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    context = {"new_form": new_form, "search": search, "query": query, "page": page}
+    return render(request, "conversations/list.html", context, status=status)
+
+
+@login_required
+@require_GET
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    """The user's conversations, newest first, with search and a "new conversation" form."""
+    return _list_page(request, NewConversationForm())
+
+
+@login_required
+@require_POST
+def conversation_create(request: HttpRequest) -> HttpResponse:
+    """Start a conversation and open it."""
+    form = NewConversationForm(request.POST)
+    if form.is_valid():
+        try:
+            conversation = create_conversation(
+                user=request.user,
+                profile=form.cleaned_data["profile"],
+                title=form.cleaned_data["title"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return redirect("conversations:chat", conversation_id=conversation.pk)
+    return _list_page(request, form, status=400)
+
+
+def _back(request: HttpRequest) -> HttpResponseRedirect:
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = reverse("conversations:list")
+    return HttpResponseRedirect(target)
+
+
+@login_required
+@require_POST
+def conversation_rename(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """Rename a conversation, then go back where the form was."""
+    get_conversation(user=request.user, conversation_id=conversation_id)  # 404 before anything
+    form = RenameConversationForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ValidationError(form.errors.get("title") or "Enter a title.")
+        rename_conversation(
+            user=request.user, conversation_id=conversation_id, title=form.cleaned_data["title"]
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, "Conversation renamed.")
+    return _back(request)
+
+
+@login_required
+@require_POST
+def conversation_delete(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """Delete a conversation (the form asks for confirmation first)."""
+    delete_conversation(user=request.user, conversation_id=conversation_id)
+    messages.success(request, "Conversation deleted.")
+    return redirect("conversations:list")
+
+
+@login_required
+@require_GET
+def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """The chat view: the committed transcript rendered here, the live part by ``chat.js``."""
+    conversation = get_conversation(user=request.user, conversation_id=conversation_id)
+    state = conversation_state(user=request.user, conversation_id=conversation_id)
+    items = transcript_items(state["messages"], state["denials"])
+    answer = next(
+        (
+            item["message"]["id"]
+            for item in reversed(items)
+            if item["message"]["role"] == "assistant" and item["message"]["content"]
+        ),
+        None,
+    )
+    sections = [
+        {"section": section, "items": transcript_items(section["messages"], state["denials"])}
+        for section in state["sections"]
+    ]
+    context = {
+        "conversation": conversation,
+        "state": state,
+        "items": items,
+        "sections": sections,
+        "answer_id": answer,
+        "files": list_files(user=request.user, conversation_id=conversation_id),
+        "rename_form": RenameConversationForm(initial={"title": conversation.title}),
+        "max_text_bytes": MAX_TEXT_BYTES,
+        "max_image_bytes": max_image_bytes(),
+        "max_message_chars": getattr(settings, "ORKESTREL", {}).get("MAX_MESSAGE_CHARS", 100_000),
+    }
+    return render(request, "conversations/chat.html", context)

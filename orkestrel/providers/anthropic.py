@@ -1,0 +1,386 @@
+"""``AnthropicProvider``: the Messages API, streamed as server-sent events.
+
+Events: ``message_start`` (input usage), ``content_block_start`` / ``_delta`` / ``_stop`` for
+``text``, ``thinking`` (+ ``signature_delta``), ``redacted_thinking`` and ``tool_use``
+(``input_json_delta`` fragments), ``message_delta`` (``stop_reason``, output usage),
+``message_stop``, ``ping`` and ``error``.
+
+Extended thinking with tools needs the turn's signed thinking blocks sent back on the next
+request. ``Message`` has no place for them, so the provider remembers them by tool-call id
+(a small bounded cache); when they are unknown (another process produced the turn) thinking
+is left off for that request instead of failing it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from json import loads
+from typing import Any, Final
+
+import httpx
+
+from orkestrel.core.messages import Message
+from orkestrel.core.provider import (
+    ContentDelta,
+    ContextFormat,
+    ProviderResult,
+    ProviderStreamItem,
+    ProviderStreamOptions,
+    ThinkingLevel,
+    ToolDefinition,
+)
+from orkestrel.core.usage import TokenUsage
+
+from .base import ErrorFactory, HttpProvider, PendingCall, Turn
+from .wire import link_tool_messages, think_level, to_image
+
+__all__ = ["ANTHROPIC_THINKING_BUDGETS", "ANTHROPIC_VERSION", "SCHEMA_TOOL", "AnthropicProvider"]
+
+ANTHROPIC_VERSION: Final = "2023-06-01"
+# Thinking level → ``budget_tokens`` (the API's minimum is 1024). The request's ``max_tokens``
+# becomes ``max_tokens + budget`` so thinking never eats the answer's room.
+ANTHROPIC_THINKING_BUDGETS: Final[Mapping[ThinkingLevel, int]] = {
+    "low": 1024,
+    "medium": 4096,
+    "high": 10240,
+    "xhigh": 20480,
+    "max": 32000,
+}
+# The forced tool that carries a structured answer; its input becomes the content.
+SCHEMA_TOOL: Final = "json_response"
+_CACHE_SIZE: Final = 256
+_RETRYABLE_ERRORS: Final = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+class _AnthropicTurn(Turn):
+    __slots__ = ("_input", "_output", "answer", "blocks", "kinds", "schema")
+
+    def __init__(self, error: ErrorFactory, schema: bool) -> None:
+        super().__init__(error)
+        self.schema = schema
+        self.kinds: dict[int, str] = {}
+        # Thinking / redacted blocks by index, kept to send back with a tool-use turn.
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.answer: list[str] | None = None
+        self._input = 0
+        self._output = 0
+
+    def feed(self, payload: bytes, out: list[ProviderStreamItem]) -> None:
+        try:
+            event = loads(payload)
+            kind = event["type"]
+            if kind == "content_block_delta":
+                self._delta(event["index"], event["delta"], out)
+            elif kind == "content_block_start":
+                self._start(event["index"], event["content_block"], out)
+            elif kind == "message_delta":
+                stop = event["delta"].get("stop_reason")
+                if stop:
+                    self.stop = stop
+                self._count(event.get("usage"))
+            elif kind == "message_start":
+                self._count(event["message"].get("usage"))
+            elif kind == "message_stop":
+                self.done = True
+            elif kind == "error":
+                error = event.get("error") or {}
+                what = error.get("type", "error")
+                raise self.fail(
+                    f"stream error: {what}: {error.get('message', '')}",
+                    body=payload.decode("utf-8", "replace"),
+                    retryable=what in _RETRYABLE_ERRORS,
+                )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise self.malformed(payload) from None
+
+    def _start(self, index: int, block: dict[str, Any], out: list[ProviderStreamItem]) -> None:
+        kind = block["type"]
+        if kind == "text":
+            self.kinds[index] = "text"
+            if block.get("text"):
+                self.text(block["text"], out)
+        elif kind == "thinking":
+            self.kinds[index] = "thinking"
+            initial = block.get("thinking") or ""
+            self.blocks[index] = {
+                "type": "thinking",
+                "thinking": [initial],
+                "signature": block.get("signature") or "",
+            }
+            if initial:
+                self.think(initial, out)
+        elif kind == "redacted_thinking":
+            self.kinds[index] = "redacted"
+            self.blocks[index] = {"type": "redacted_thinking", "data": block.get("data", "")}
+        elif kind == "tool_use":
+            initial = block.get("input") or None
+            if self.schema and block.get("name") == SCHEMA_TOOL:
+                self.kinds[index] = "json"
+                self.answer = []
+                if initial:
+                    text = json.dumps(initial, ensure_ascii=False)
+                    self.answer.append(text)
+                    out.append(ContentDelta(text))
+            else:
+                self.kinds[index] = "tool"
+                call = self.calls[index] = PendingCall(block.get("id"), block.get("name"))
+                call.value = initial
+        else:
+            self.kinds[index] = "other"
+
+    def _delta(self, index: int, delta: dict[str, Any], out: list[ProviderStreamItem]) -> None:
+        kind = delta["type"]
+        if kind == "text_delta":
+            self.text(delta["text"], out)
+        elif kind == "thinking_delta":
+            text = delta["thinking"]
+            if text:
+                self.think(text, out)
+                block = self.blocks.get(index)
+                if block is not None:
+                    block["thinking"].append(text)
+        elif kind == "input_json_delta":
+            part = delta["partial_json"]
+            where = self.kinds.get(index)
+            if where == "json" and self.answer is not None:
+                if part:
+                    self.answer.append(part)
+                    out.append(ContentDelta(part))
+            elif where == "tool":
+                call = self.calls[index]
+                call.value = None  # Streamed fragments supersede the empty start input.
+                call.parts.append(part)
+        elif kind == "signature_delta":
+            block = self.blocks.get(index)
+            if block is not None:
+                block["signature"] += delta["signature"]
+
+    def _count(self, usage: dict[str, Any] | None) -> None:
+        if not usage:
+            return
+        if usage.get("input_tokens") is not None:
+            self._input = (
+                (usage.get("input_tokens") or 0)
+                + (usage.get("cache_creation_input_tokens") or 0)
+                + (usage.get("cache_read_input_tokens") or 0)
+            )
+        if usage.get("output_tokens") is not None:
+            self._output = usage["output_tokens"]
+        self.usage = TokenUsage(self._input, self._output, self._input + self._output)
+
+    def content(self) -> str:
+        if self.answer is not None:
+            return "".join(self.answer)
+        return super().content()
+
+    def thinking_blocks(self) -> list[dict[str, Any]]:
+        """The signed thinking blocks of this turn, ready to send back."""
+        blocks: list[dict[str, Any]] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            if block["type"] == "thinking":
+                block = {**block, "thinking": "".join(block["thinking"])}
+            blocks.append(block)
+        return blocks
+
+
+def _user_blocks(message: Message) -> str | list[dict[str, Any]]:
+    if not message.images:
+        return message.content
+    blocks: list[dict[str, Any]] = []
+    for image in message.images:
+        picture = to_image(image)
+        blocks.append(
+            {
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": picture.media_type,
+                    "data": picture.data,
+                },
+            }
+        )
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    return blocks
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    wire: dict[str, Any] = {"name": tool.name}
+    if tool.description is not None:
+        wire["description"] = tool.description
+    wire["input_schema"] = (
+        dict(tool.parameters) if tool.parameters is not None else {"type": "object"}
+    )
+    return wire
+
+
+class AnthropicProvider(HttpProvider):
+    """A ``Provider`` over the Anthropic Messages API.
+
+    Takes the same arguments as ``OpenAIProvider`` (``base_url`` defaults to
+    ``https://api.anthropic.com``; the key goes in ``x-api-key``), plus:
+
+    Args:
+        max_tokens: The answer's token cap (required by the API); thinking adds its budget.
+        thinking_budgets: Overrides of ``ANTHROPIC_THINKING_BUDGETS`` by level.
+    """
+
+    default_name = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    path = "/v1/messages"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 600.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        client: httpx.AsyncClient | None = None,
+        id: str | None = None,
+        name: str | None = None,
+        format: ContextFormat | None = None,
+        max_tokens: int = 4096,
+        thinking_budgets: Mapping[ThinkingLevel, int] | None = None,
+    ) -> None:
+        super().__init__(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retries=retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            headers=headers,
+            extra_body=extra_body,
+            client=client,
+            id=id,
+            name=name,
+            format=format,
+        )
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive int, not {max_tokens!r}")
+        budgets = dict(ANTHROPIC_THINKING_BUDGETS)
+        for level, budget in (thinking_budgets or {}).items():
+            if level not in budgets:
+                raise ValueError(f"thinking_budgets keys must be thinking levels, not {level!r}")
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1024:
+                raise ValueError(f"thinking_budgets[{level!r}] must be an int >= 1024")
+            budgets[level] = budget
+        self._max_tokens = max_tokens
+        self._budgets = budgets
+        self._signed: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+
+    def _auth_headers(self, api_key: str | None) -> dict[str, str]:
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        return headers
+
+    def _turn(self, options: ProviderStreamOptions) -> Turn:
+        return _AnthropicTurn(self._http.error, options.schema is not None)
+
+    def _settled(self, turn: Turn, result: ProviderResult) -> None:
+        assert isinstance(turn, _AnthropicTurn)
+        if not result.tools or not turn.blocks:
+            return
+        blocks = turn.thinking_blocks()
+        for call in result.tools:
+            self._signed[call.id] = blocks
+        while len(self._signed) > _CACHE_SIZE:
+            self._signed.popitem(last=False)
+
+    def _messages(self, messages: list[Message]) -> tuple[list[str], list[dict[str, Any]], bool]:
+        """System texts, wire turns, and whether every open tool turn has its signed thinking."""
+        links = link_tool_messages(messages)
+        system: list[str] = []
+        wire: list[dict[str, Any]] = []
+        results_open = False
+        signed = True
+        for position, message in enumerate(messages):
+            role = message.role
+            if role == "system":
+                if message.content:
+                    system.append(message.content)
+                continue
+            if role == "tool":
+                link = links[position]
+                if link.id is None:
+                    block: dict[str, Any] = {"type": "text", "text": message.content or "(empty)"}
+                else:
+                    block = {"type": "tool_result", "tool_use_id": link.id}
+                    if message.content:
+                        block["content"] = message.content
+                if results_open:
+                    wire[-1]["content"].append(block)
+                else:
+                    wire.append({"role": "user", "content": [block]})
+                    results_open = True
+                continue
+            results_open = False
+            if role == "user":
+                signed = True  # A new user turn closes the previous tool loop.
+                wire.append({"role": "user", "content": _user_blocks(message)})
+                continue
+            blocks: list[dict[str, Any]] = []
+            if message.calls:
+                remembered = self._signed.get(message.calls[0].id)
+                if remembered is None:
+                    signed = False
+                else:
+                    blocks.extend(remembered)
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            for call in message.calls or ():
+                blocks.append(
+                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+                )
+            if blocks:
+                wire.append({"role": "assistant", "content": blocks})
+        return system, wire, signed
+
+    def _body(
+        self,
+        messages: list[Message],
+        tools: list[ToolDefinition],
+        options: ProviderStreamOptions,
+    ) -> dict[str, Any]:
+        system, wire, signed = self._messages(messages)
+        body: dict[str, Any] = {"model": self._model, "max_tokens": self._max_tokens}
+        if system:
+            body["system"] = "\n\n".join(system)
+        body["messages"] = wire
+        body["stream"] = True
+        level = think_level(options.think, "medium")
+        thinking = level is not None and level != "none" and signed
+        if thinking:
+            assert level is not None and level != "none"
+            budget = self._budgets[level]
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            body["max_tokens"] = self._max_tokens + budget
+        wire_tools = [_tool(tool) for tool in tools]
+        if options.schema is not None:
+            wire_tools.append(
+                {
+                    "name": SCHEMA_TOOL,
+                    "description": "Give the final answer as JSON matching this schema.",
+                    "input_schema": dict(options.schema),
+                }
+            )
+            # The API refuses a forced tool while thinking; "any" is refused too.
+            body["tool_choice"] = (
+                {"type": "auto"} if thinking else {"type": "tool", "name": SCHEMA_TOOL}
+            )
+        if wire_tools:
+            body["tools"] = wire_tools
+        return body

@@ -1,0 +1,334 @@
+"""The HTTP side of the real providers: one streamed POST, retried, abortable, redacted.
+
+``ProviderHttp`` owns the ``httpx.AsyncClient``, the timeouts and the retry policy of one
+provider. ``ProviderHttp.open`` starts an ``Exchange``: a reader task sends the request,
+retries 429 / 5xx answers and failed connects with backoff (honouring ``Retry-After``), then
+pushes the body's raw chunks into a buffer the provider drains with ``await exchange.next()``.
+
+Why a reader task: an abort must close the connection at once, even while the consumer is
+busy elsewhere. The signal's listener cancels the task (httpcore then drops the socket) and
+wakes the consumer, which raises; nothing is left pending once ``aclose()`` returns.
+
+Every error becomes a ``ProviderError`` carrying the provider name, the status and a short,
+redacted excerpt of the body: the API key never reaches a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+
+from orkestrel.core.abort import AbortSignal
+from orkestrel.core.errors import ProviderError
+
+__all__ = ["EXCERPT_LIMIT", "Exchange", "ExchangeAborted", "ProviderHttp", "retry_after"]
+
+# How much of an error body is kept on a ProviderError (characters) and read (bytes).
+EXCERPT_LIMIT: Final = 500
+_READ_LIMIT: Final = 8192
+_REDACTED: Final = "[redacted]"
+# End-of-body marker in the chunk buffer.
+_EOF: Final = None
+
+
+class ExchangeAborted(Exception):
+    """Raised by ``Exchange.next`` once the signal fired; the provider turns it into its error."""
+
+
+def retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``), if any."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class ProviderHttp:
+    """Connection settings and retry policy shared by every call of one provider."""
+
+    __slots__ = (
+        "_client",
+        "_loop",
+        "_owned",
+        "_secret",
+        "_timeout",
+        "backoff",
+        "headers",
+        "max_backoff",
+        "provider",
+        "retries",
+        "url",
+    )
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        url: str,
+        headers: Mapping[str, str],
+        secret: str | None,
+        connect_timeout: float,
+        read_timeout: float | None,
+        retries: int,
+        backoff: float,
+        max_backoff: float,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.provider = provider
+        self.url = url
+        self.headers = dict(headers)
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._secret = secret or None
+        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._client = client
+        self._owned = client is None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        """The client for the running loop (an owned client is rebuilt for a new loop)."""
+        if not self._owned:
+            assert self._client is not None
+            return self._client
+        loop = asyncio.get_running_loop()
+        # An httpx pool is bound to the loop that opened its sockets.
+        if self._client is None or self._loop is not loop or self._client.is_closed:
+            # A plain-http endpoint (a local Ollama, a test server) never speaks TLS and
+            # redirects are not followed: skip loading the CA bundle (tens of ms per client).
+            verify = not self.url.startswith("http://")
+            self._client = httpx.AsyncClient(timeout=self._timeout, verify=verify)
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the owned client (a client passed in stays the caller's to close)."""
+        if self._owned and self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key blanked out (servers sometimes echo it)."""
+        if self._secret and self._secret in text:
+            return text.replace(self._secret, _REDACTED)
+        return text
+
+    def error(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: str | None = None,
+        retryable: bool = False,
+    ) -> ProviderError:
+        """A ``ProviderError`` for this provider, redacted."""
+        excerpt = None if body is None else self.redact(_squeeze(body))
+        return ProviderError(
+            f"{self.provider}: {self.redact(message)}",
+            provider=self.provider,
+            status=status,
+            body=excerpt,
+            retryable=retryable,
+        )
+
+    def delay(self, attempt: int, after: float | None) -> float:
+        """The pause before retry number ``attempt`` (0-based), bounded by ``max_backoff``."""
+        wanted = self.backoff * (2**attempt) if after is None else after
+        return min(wanted, self.max_backoff)
+
+    def open(self, body: Mapping[str, Any], signal: AbortSignal) -> Exchange:
+        """Start one streamed POST of ``body``; the caller must ``await exchange.aclose()``."""
+        exchange = Exchange(self, json.dumps(body, ensure_ascii=False).encode(), signal)
+        exchange.start()
+        return exchange
+
+
+def _squeeze(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= EXCERPT_LIMIT else text[: EXCERPT_LIMIT - 1] + "…"
+
+
+def _detail(body: str) -> str:
+    """The error message inside a JSON error body, else the body itself."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, str):
+            return error
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+    return body
+
+
+async def _read_excerpt(response: httpx.Response) -> str:
+    buffer = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            buffer += chunk
+            if len(buffer) >= _READ_LIMIT:
+                break
+    except httpx.HTTPError:
+        pass  # An excerpt is best effort; the status already says what went wrong.
+    return bytes(buffer[:_READ_LIMIT]).decode("utf-8", "replace")
+
+
+class Exchange:
+    """One streamed request: a reader task fills a chunk buffer the provider drains."""
+
+    __slots__ = ("_body", "_buffer", "_http", "_signal", "_task", "_waiter", "aborted", "status")
+
+    def __init__(self, http: ProviderHttp, body: bytes, signal: AbortSignal) -> None:
+        self._http = http
+        self._body = body
+        self._signal = signal
+        self._buffer: deque[bytes | BaseException | None] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.aborted = False
+        self.status: int | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._signal.add_listener(self._on_abort)
+
+    async def next(self) -> bytes | None:
+        """The next raw body chunk, or ``None`` at the end of the body.
+
+        Raises:
+            ExchangeAborted: the signal fired.
+            ProviderError: the request failed (after any retries) or the connection broke.
+        """
+        buffer = self._buffer
+        while True:
+            if self.aborted:
+                raise ExchangeAborted
+            if buffer:
+                item = buffer.popleft()
+                if item is None or type(item) is bytes:
+                    return item
+                assert isinstance(item, BaseException)
+                raise item
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiter = waiter
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+
+    async def aclose(self) -> None:
+        """Stop reading and release the connection; idempotent, leaves no task behind."""
+        self._signal.remove_listener(self._on_abort)
+        task, self._task = self._task, None
+        if task is None:
+            return
+        # Cancel once only: a second cancel would cut httpcore's own socket cleanup short.
+        if not task.done() and not task.cancelling():
+            task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            # Swallow the reader's own cancellation, never one aimed at the caller.
+            if current is not None and current.cancelling():
+                raise
+
+    def _on_abort(self, _reason: object) -> None:
+        self.aborted = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _push(self, item: bytes | BaseException | None) -> None:
+        self._buffer.append(item)
+        self._wake()
+
+    async def _run(self) -> None:
+        try:
+            await self._attempts()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - handed to the consumer, never lost
+            self._push(exc)
+
+    async def _attempts(self) -> None:
+        http = self._http
+        attempt = 0
+        while True:
+            failure = await self._attempt()
+            if failure is None:
+                return
+            error, after = failure
+            if not error.retryable or attempt >= http.retries:
+                self._push(error)
+                return
+            await asyncio.sleep(http.delay(attempt, after))
+            attempt += 1
+
+    async def _attempt(self) -> tuple[ProviderError, float | None] | None:
+        """One try: stream the body into the buffer (``None``), or the error and its wait."""
+        http = self._http
+        client = http.client()
+        request = client.build_request("POST", http.url, content=self._body, headers=http.headers)
+        try:
+            response = await client.send(request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            return http.error(f"cannot connect ({type(exc).__name__}: {exc})", retryable=True), None
+        except httpx.TimeoutException as exc:
+            return http.error(f"request timed out ({type(exc).__name__})"), None
+        except httpx.HTTPError as exc:
+            return http.error(f"request failed ({type(exc).__name__}: {exc})"), None
+        try:
+            status = self.status = response.status_code
+            if status >= 300:  # redirects are not followed: a 3xx is a misconfigured URL
+                text = await _read_excerpt(response)
+                retryable = status == 429 or status >= 500
+                error = http.error(
+                    f"HTTP {status}: {_squeeze(_detail(text))}",
+                    status=status,
+                    body=text,
+                    retryable=retryable,
+                )
+                return error, retry_after(response.headers) if retryable else None
+            try:
+                async for chunk in response.aiter_bytes():
+                    self._push(chunk)
+            except httpx.TimeoutException as exc:
+                self._push(http.error(f"stream timed out ({type(exc).__name__})", status=status))
+                return None
+            except httpx.HTTPError as exc:
+                message = f"connection broken mid-stream ({type(exc).__name__}: {exc})"
+                self._push(http.error(message, status=status))
+                return None
+            self._push(_EOF)
+            return None
+        finally:
+            await response.aclose()

@@ -1,0 +1,281 @@
+"""``OpenAIProvider``: Chat Completions, the protocol every OpenAI-compatible server speaks.
+
+Streams ``POST {base_url}/chat/completions`` as server-sent events and asks for usage with
+``stream_options.include_usage`` (it then arrives on a last chunk with empty ``choices``).
+Reasoning arrives as ``delta.reasoning_content`` (DeepSeek, vLLM, llama.cpp) or
+``delta.reasoning`` (OpenRouter, newer vLLM), or inline as ``<think>`` tags in the content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from json import loads
+from typing import Any, Final
+
+import httpx
+
+from orkestrel.core.messages import Message
+from orkestrel.core.provider import (
+    ContextFormat,
+    ProviderStreamItem,
+    ProviderStreamOptions,
+    ThinkingLevel,
+    ToolDefinition,
+)
+from orkestrel.core.usage import sanitize_usage
+
+from .base import HttpProvider, PendingCall, Turn
+from .wire import link_tool_messages, think_level, to_image
+
+__all__ = ["OPENAI_REASONING_EFFORTS", "OpenAIProvider"]
+
+# Thinking level → ``reasoning_effort`` (``think=True`` asks for "medium", ``False`` for "none").
+# OpenAI's scale tops out at "xhigh", so "max" shares it; "none" turns reasoning off on the
+# models that allow it (gpt-5.1 and later); unset ``think`` sends nothing (the server default).
+OPENAI_REASONING_EFFORTS: Final[Mapping[ThinkingLevel, str]] = {
+    "none": "none",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+    "max": "xhigh",
+}
+_DONE: Final = b"[DONE]"
+_NAME_PATTERN: Final = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class _OpenAITurn(Turn):
+    __slots__ = ()
+
+    @property
+    def complete(self) -> bool:
+        # Some compatible servers end the body after the finish_reason without "[DONE]".
+        return self.done or self.stop is not None
+
+    def feed(self, payload: bytes, out: list[ProviderStreamItem]) -> None:
+        if payload[:6] == _DONE:
+            self.done = True
+            return
+        try:
+            event = loads(payload)
+        except ValueError:
+            raise self.malformed(payload) from None
+        if type(event) is not dict:
+            raise self.malformed(payload, "event is not a JSON object")
+        choices = event.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta:
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if reasoning and type(reasoning) is str:
+                    self.think(reasoning, out)
+                content = delta.get("content") or delta.get("refusal")
+                if content and type(content) is str:
+                    self.text(content, out)
+                calls = delta.get("tool_calls")
+                if calls:
+                    self._calls(calls, payload)
+            finish = choice.get("finish_reason")
+            if finish:
+                self.stop = finish
+        usage = event.get("usage")
+        if usage:
+            prompt = usage.get("prompt_tokens", 0)
+            completion = usage.get("completion_tokens", 0)
+            total = usage.get("total_tokens")
+            self.usage = sanitize_usage(
+                {
+                    "prompt": prompt,
+                    "completion": completion,
+                    "total": prompt + completion if total is None else total,
+                }
+            )
+        error = event.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else error
+            raise self.fail(f"stream error: {message}", body=payload.decode("utf-8", "replace"))
+
+    def _calls(self, fragments: list[Any], payload: bytes) -> None:
+        calls = self.calls
+        for fragment in fragments:
+            if type(fragment) is not dict:
+                raise self.malformed(payload, "tool_calls item is not an object")
+            index = fragment.get("index")
+            call_id = fragment.get("id")
+            if type(index) is not int:
+                # No index (a few servers): a new id opens a call, fragments extend the last.
+                last = calls.get(len(calls) - 1)
+                opens = last is None or (call_id and call_id != last.id)
+                index = len(calls) if opens else len(calls) - 1
+            call = calls.get(index)
+            if call is None:
+                call = calls[index] = PendingCall(call_id or None, None)
+            elif call_id and not call.id:
+                call.id = call_id
+            function = fragment.get("function")
+            if function:
+                name = function.get("name")
+                if name and not call.name:
+                    call.name = name
+                arguments = function.get("arguments")
+                if arguments:
+                    if type(arguments) is str:
+                        call.parts.append(arguments)
+                    else:
+                        call.value = arguments
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    if not message.images:
+        return message.content
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"type": "text", "text": message.content})
+    for image in message.images:
+        parts.append({"type": "image_url", "image_url": {"url": to_image(image).url}})
+    return parts
+
+
+def _messages(messages: list[Message]) -> list[dict[str, Any]]:
+    links = link_tool_messages(messages)
+    wire: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        role = message.role
+        if role == "assistant" and message.calls:
+            wire.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+                            },
+                        }
+                        for call in message.calls
+                    ],
+                }
+            )
+        elif role == "tool":
+            link = links[position]
+            if link.id is None:
+                # Nothing to answer: keep the text rather than send an id the API rejects.
+                wire.append({"role": "user", "content": message.content})
+            else:
+                wire.append({"role": "tool", "tool_call_id": link.id, "content": message.content})
+        elif role == "user":
+            wire.append({"role": "user", "content": _content(message)})
+        else:
+            wire.append({"role": role, "content": message.content})
+    return wire
+
+
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description is not None:
+        function["description"] = tool.description
+    function["parameters"] = (
+        dict(tool.parameters) if tool.parameters is not None else {"type": "object"}
+    )
+    return {"type": "function", "function": function}
+
+
+def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    title = schema.get("title")
+    name = _NAME_PATTERN.sub("_", title)[:64] if isinstance(title, str) and title else "response"
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
+
+
+class OpenAIProvider(HttpProvider):
+    """A ``Provider`` over OpenAI Chat Completions (and every compatible server).
+
+    Args:
+        model: The model name sent on each request.
+        base_url: The API root, ending before ``/chat/completions``
+            (default ``https://api.openai.com/v1``).
+        api_key: Sent as ``Authorization: Bearer``; never shown in errors or ``repr``.
+        connect_timeout: Seconds to establish a connection.
+        read_timeout: Seconds to wait for each piece of the body (``None``: forever).
+        retries: How many times a 429 / 5xx answer or a failed connect is retried.
+        backoff: First retry pause in seconds, doubled each time, unless ``Retry-After``.
+        max_backoff: Upper bound of any retry pause, ``Retry-After`` included.
+        headers: Extra request headers.
+        extra_body: Extra request-body fields (``temperature``, ``max_tokens``...), applied last.
+        client: An ``httpx.AsyncClient`` to use instead of the provider's own.
+        id: The trace label (default ``"<name>:<model>"``).
+        name: The backend identifier used in errors (default ``"openai"``).
+        format: The provider's preferred context framing.
+        include_usage: Ask for usage with ``stream_options`` (turn off for servers that refuse).
+    """
+
+    default_name = "openai"
+    default_base_url = "https://api.openai.com/v1"
+    path = "/chat/completions"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 600.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        client: httpx.AsyncClient | None = None,
+        id: str | None = None,
+        name: str | None = None,
+        format: ContextFormat | None = None,
+        include_usage: bool = True,
+    ) -> None:
+        super().__init__(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retries=retries,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            headers=headers,
+            extra_body=extra_body,
+            client=client,
+            id=id,
+            name=name,
+            format=format,
+        )
+        self._include_usage = bool(include_usage)
+
+    def _turn(self, options: ProviderStreamOptions) -> Turn:
+        return _OpenAITurn(self._http.error)
+
+    def _body(
+        self,
+        messages: list[Message],
+        tools: list[ToolDefinition],
+        options: ProviderStreamOptions,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": _messages(messages),
+            "stream": True,
+        }
+        if self._include_usage:
+            body["stream_options"] = {"include_usage": True}
+        if tools:
+            body["tools"] = [_tool(tool) for tool in tools]
+        level = think_level(options.think, "medium")
+        if level is not None:
+            body["reasoning_effort"] = OPENAI_REASONING_EFFORTS[level]
+        if options.schema is not None:
+            body["response_format"] = _response_format(options.schema)
+        return body

@@ -1,0 +1,423 @@
+// The chat page: the websocket client of README's "Live chat" protocol.
+//
+// The server owns every run: this page only renders. On every (re)connect the server sends a
+// `state` frame and the transcript is rebuilt from it; a run in flight continues from
+// `state.run`, and live frames are applied in `seq` order (a gap asks for a fresh `state`).
+// Nothing here depends on timers firing on time (background tabs throttle them): frames are
+// rendered as they arrive, and only the reconnect backoff waits.
+
+import { LiveRun } from "./live.js";
+import { APPLY, GAP, RunTracker } from "./protocol.js";
+import { el, renderMessage, renderSection, renderToolCard, transcriptItems } from "./render.js";
+import { ChatSocket } from "./socket.js";
+import { WorkspacePanel } from "./workspace.js";
+
+const root = document.getElementById("chat");
+const transcript = document.getElementById("transcript");
+const emptyNote = document.getElementById("transcript-empty");
+const composer = document.getElementById("composer");
+const input = document.getElementById("message-input");
+const stopButton = document.getElementById("stop");
+const compactForm = document.getElementById("compact-form");
+const compactFocus = document.getElementById("compact-focus");
+const notices = document.getElementById("notices");
+const connection = document.getElementById("connection");
+const usageBox = document.querySelector("[data-testid=usage]");
+const contextBox = document.querySelector("[data-testid=context-meter]");
+
+const ERROR_TEXT = {
+  busy: "A reply is still running. Wait for it to finish, or stop it.",
+  too_large: "That message is too large to send.",
+  invalid: "The server could not read that request.",
+  unknown_type: "The server did not understand that request.",
+  run_failed: "The reply failed.",
+};
+// Errors that refuse a `send`: the message was not accepted, so its text goes back in the box.
+const REJECTED = new Set(["busy", "too_large", "invalid", "unknown_type", "no_profile"]);
+
+const tracker = new RunTracker();
+let live = null; // the LiveRun being streamed, or null
+let connectedBefore = false;
+let denials = {};
+const pending = new Map(); // nonce -> {li, content}: sent, not yet acknowledged by `started`
+
+// -- notices and status -------------------------------------------------------------------
+
+function notify(message, kind = "error") {
+  const notice = el(
+    "div",
+    { className: `notice notice-${kind}`, role: kind === "error" ? "alert" : "status", "data-testid": "notice" },
+    el("span", { className: "notice-text", text: message }),
+    el("button", { type: "button", className: "notice-close", "aria-label": "Dismiss", text: "×" }),
+  );
+  notices.append(notice);
+}
+
+notices.addEventListener("click", (event) => {
+  const button = event.target.closest(".notice-close");
+  if (button) button.closest(".notice").remove();
+});
+
+function setConnection(state, text) {
+  connection.dataset.state = state;
+  connection.textContent = text;
+}
+
+function setStreaming(streaming) {
+  stopButton.hidden = !streaming;
+  root.classList.toggle("is-streaming", streaming);
+}
+
+// -- usage and context ----------------------------------------------------------------------
+
+function showUsage(usage) {
+  if (!usage) return;
+  for (const key of ["total", "prompt", "completion"]) {
+    const value = Number(usage[key]) || 0;
+    usageBox.dataset[key] = String(value);
+    const slot = usageBox.querySelector(`.usage-${key}`);
+    if (slot) slot.textContent = String(value);
+  }
+}
+
+function showContext(context) {
+  if (!context) return;
+  const used = Number(context.used) || 0;
+  const windowSize = context.window === null || context.window === undefined ? null : Number(context.window);
+  contextBox.dataset.used = String(used);
+  contextBox.dataset.window = windowSize === null ? "" : String(windowSize);
+  contextBox.hidden = !windowSize;
+  if (!windowSize) return;
+  const meter = contextBox.querySelector("meter");
+  meter.max = windowSize;
+  meter.low = Math.round(windowSize * 0.75);
+  meter.high = Math.round(windowSize * 0.9);
+  meter.optimum = 0;
+  meter.value = Math.min(used, windowSize);
+  contextBox.querySelector(".context-used").textContent = String(used);
+  contextBox.querySelector(".context-window").textContent = String(windowSize);
+}
+
+// -- transcript -----------------------------------------------------------------------------
+
+function topItems() {
+  return Array.from(transcript.children);
+}
+
+function hasMessage(id) {
+  return Boolean(id) && topItems().some((li) => li.dataset.messageId === id);
+}
+
+/** Exactly one element is the answer: the streaming one, else the last assistant text. */
+function markAnswer() {
+  for (const node of transcript.querySelectorAll("[data-testid=answer]")) node.removeAttribute("data-testid");
+  let body = live ? live.answerBody() : null;
+  if (!body) {
+    const assistants = topItems().filter((li) => li.classList.contains("msg-assistant"));
+    for (let index = assistants.length - 1; index >= 0 && !body; index -= 1) {
+      body = assistants[index].querySelector(":scope > .msg-body");
+    }
+  }
+  if (body) body.dataset.testid = "answer";
+  emptyNote.hidden = transcript.children.length > 0;
+}
+
+function nearBottom() {
+  return transcript.getBoundingClientRect().bottom <= window.innerHeight + 160;
+}
+
+function follow(wasNear) {
+  if (!wasNear) return;
+  const last = transcript.lastElementChild;
+  if (last) last.scrollIntoView({ block: "end" });
+}
+
+function renderState(state) {
+  denials = state.denials || {};
+  const nodes = [];
+  for (const section of state.sections || []) nodes.push(renderSection(section, denials));
+  for (const item of transcriptItems(state.messages || [], denials)) {
+    nodes.push(renderMessage(item.message, item.tools));
+  }
+  transcript.replaceChildren(...nodes);
+  showUsage(state.usage);
+  showContext(state.context);
+}
+
+function startLive(runId) {
+  if (live && live.id === String(runId)) return live;
+  if (live && !live.settled) live.finish(null, null);
+  live = new LiveRun(runId, transcript);
+  setStreaming(true);
+  return live;
+}
+
+function resumeRun(run) {
+  startLive(run.id);
+  if (run.thinking) live.think(run.thinking);
+  for (const tool of run.tools || []) {
+    // Tools committed before the state was read already have their card.
+    const id = tool.call?.id;
+    if (id && transcript.querySelector(`.tool-card[data-call-id="${CSS.escape(id)}"]`)) continue;
+    live.tool(tool);
+  }
+  if (run.content) live.token(run.content);
+}
+
+function reconcilePending(state, afterReconnect) {
+  // A message that reached the server is in `state`; after a reconnect, one that is not was
+  // lost with the old socket: give its text back rather than show it as sent.
+  const users = (state.messages || []).filter((message) => message.role === "user");
+  for (const [nonce, entry] of pending) {
+    const index = users.findIndex((message) => message.content === entry.content);
+    if (index >= 0) {
+      users.splice(index, 1);
+      pending.delete(nonce);
+    } else if (afterReconnect) {
+      pending.delete(nonce);
+      restoreDraft(entry.content);
+      notify("Your last message may not have been sent; it is back in the message box.", "warning");
+    } else {
+      transcript.append(entry.li);
+    }
+  }
+}
+
+function restoreDraft(content) {
+  if (!input.value.trim()) {
+    input.value = content;
+    autosize();
+  }
+}
+
+// -- frames ---------------------------------------------------------------------------------
+
+const handlers = {
+  state(frame, reconnected) {
+    const wasNear = nearBottom();
+    live = null;
+    renderState(frame);
+    tracker.reset(frame.run);
+    if (frame.run) resumeRun(frame.run);
+    else setStreaming(false);
+    reconcilePending(frame, reconnected);
+    workspace.refresh();
+    follow(wasNear);
+  },
+  started(frame) {
+    const entry = frame.nonce ? pending.get(frame.nonce) : null;
+    if (entry) pending.delete(frame.nonce);
+    if (frame.message && !hasMessage(frame.message.id)) {
+      const li = renderMessage(frame.message);
+      if (entry && entry.li.isConnected) entry.li.replaceWith(li);
+      else transcript.append(li);
+    } else if (entry) {
+      entry.li.remove();
+    }
+    startLive(frame.run);
+  },
+  token(frame) {
+    startLive(frame.run).token(frame.content || "");
+  },
+  think(frame) {
+    startLive(frame.run).think(frame.content || "");
+  },
+  tool(frame) {
+    startLive(frame.run).tool(frame);
+    if (frame.denied && frame.call) denials[frame.call.id] = { reason: frame.reason, rule: frame.rule };
+    const name = frame.call?.name || "";
+    if (name === "workspace" || name.startsWith("workspace_")) workspace.refresh();
+  },
+  usage(frame) {
+    if (frame.total) showUsage(frame.total);
+    else if (frame.usage) {
+      // Without the cumulative total, add this call's usage; the next `state` is exact.
+      const sum = {};
+      for (const key of ["total", "prompt", "completion"]) {
+        sum[key] = (Number(usageBox.dataset[key]) || 0) + (Number(frame.usage[key]) || 0);
+      }
+      showUsage(sum);
+    }
+    showContext(frame.context);
+  },
+  compaction(frame) {
+    const section = frame.section;
+    if (!section || transcript.querySelector(`:scope > [data-section-id="${CSS.escape(section.id)}"]`)) return;
+    const folded = new Set((section.messages || []).map((message) => message.id));
+    for (const li of topItems()) if (folded.has(li.dataset.messageId)) li.remove();
+    const sections = transcript.querySelectorAll(":scope > .compaction");
+    const after = sections[sections.length - 1];
+    const node = renderSection(section, denials);
+    if (after) after.after(node);
+    else transcript.prepend(node);
+  },
+  committed(frame) {
+    const messages = (frame.messages || []).filter((message) => !hasMessage(message.id));
+    const leftover = live ? live.commit(messages) : messages;
+    for (const message of leftover) {
+      if (message.role === "tool") continue; // a result whose call is not on the page
+      transcript.append(renderMessage(message));
+    }
+  },
+  abort(frame) {
+    if (live && live.id === String(frame.run)) live.aborted = frame.reason || "stopped";
+  },
+  exhaust(frame) {
+    if (live && live.id === String(frame.run)) live.exhausted = frame.limit;
+  },
+  finish(frame) {
+    const result = frame.result || {};
+    const run = live && live.id === String(frame.run) ? live : null;
+    let note = null;
+    if (result.stop === "abort" || run?.aborted) note = "Stopped. What was written so far is kept.";
+    else if (result.stop === "exhaust" || run?.exhausted !== undefined) {
+      note = "The agent reached its step limit before finishing.";
+    }
+    if (run) run.finish(result, note);
+    tracker.settle(frame.run);
+    if (run) live = null;
+    setStreaming(false);
+  },
+  error(frame) {
+    // `busy` gets our wording; otherwise the server's message says what exactly was wrong.
+    const fallback = ERROR_TEXT[frame.code] || "Something went wrong.";
+    notify(frame.code === "busy" ? ERROR_TEXT.busy : frame.message || fallback);
+    if (REJECTED.has(frame.code)) {
+      // The last send was refused: give its text back.
+      const last = Array.from(pending.entries()).pop();
+      if (last) {
+        pending.delete(last[0]);
+        last[1].li.remove();
+        restoreDraft(last[1].content);
+      }
+    }
+    if (frame.code === "idle") setStreaming(false); // nothing was running after all
+    if (frame.code === "run_failed" && live && (frame.run === undefined || live.id === String(frame.run))) {
+      live.finish(null, "The reply failed.");
+      tracker.settle(live.id);
+      live = null;
+      setStreaming(false);
+    }
+  },
+};
+
+let firstState = true; // the next `state` is the first on this socket
+
+function handle(frame) {
+  if (!frame || typeof frame.type !== "string") return;
+  let reconnected = false;
+  if (frame.type === "state") {
+    reconnected = firstState && connectedBefore;
+    firstState = false;
+    connectedBefore = true;
+  }
+  const verdict = tracker.accept(frame);
+  if (verdict === GAP) {
+    send({ type: "resync" });
+    return;
+  }
+  if (verdict !== APPLY) return;
+  const handler = handlers[frame.type];
+  if (!handler) return;
+  const wasNear = nearBottom();
+  handler(frame, reconnected);
+  markAnswer();
+  if (frame.type !== "state") follow(wasNear);
+}
+
+// -- socket ---------------------------------------------------------------------------------
+
+const socket = new ChatSocket(root.dataset.socketPath, {
+  onOpen() {
+    firstState = true;
+  },
+  onFrame: handle,
+  onStatus: setConnection,
+  onUnauthenticated() {
+    window.location.assign(root.dataset.loginUrl);
+  },
+});
+
+function send(frame) {
+  return socket.send(frame);
+}
+
+function reconnectNow() {
+  socket.reconnectNow();
+}
+
+// -- composer -------------------------------------------------------------------------------
+
+function autosize() {
+  input.style.height = "auto";
+  input.style.height = `${input.scrollHeight + 2}px`;
+}
+
+function nonce() {
+  if (window.crypto && typeof window.crypto.randomUUID === "function") return window.crypto.randomUUID();
+  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+}
+
+function submitMessage() {
+  const content = input.value;
+  if (!content.trim()) return;
+  const id = nonce();
+  if (!send({ type: "send", content, nonce: id })) {
+    notify("Not connected right now; your message is still in the box. Reconnecting…", "warning");
+    reconnectNow();
+    return;
+  }
+  const li = renderMessage({ id: "", role: "user", content, html: "" });
+  li.classList.add("is-pending");
+  li.dataset.nonce = id;
+  transcript.append(li);
+  pending.set(id, { li, content });
+  input.value = "";
+  autosize();
+  input.focus();
+  markAnswer();
+  li.scrollIntoView({ block: "end" });
+}
+
+composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  submitMessage();
+});
+
+input.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+  event.preventDefault();
+  submitMessage();
+});
+
+input.addEventListener("input", autosize);
+
+stopButton.addEventListener("click", () => {
+  if (!send({ type: "abort" })) notify("Not connected right now; reconnecting…", "warning");
+  input.focus();
+});
+
+compactForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const focus = compactFocus.value.trim();
+  const frame = focus ? { type: "compact", focus } : { type: "compact" };
+  if (send(frame)) {
+    compactFocus.value = "";
+    setConnection("open", "Compaction requested…");
+  } else {
+    notify("Not connected right now; reconnecting…", "warning");
+    reconnectNow();
+  }
+});
+
+// -- start ----------------------------------------------------------------------------------
+
+const workspace = new WorkspacePanel(root, notify);
+const initial = JSON.parse(document.getElementById("chat-state").textContent);
+denials = initial.denials || {};
+showContext(initial.context);
+markAnswer();
+autosize();
+socket.connect();
+// Exported for debugging in the console and for browser tests.
+window.orkestrelChat = { tracker, get live() { return live; }, renderToolCard };

@@ -1,0 +1,178 @@
+// One streaming run in the transcript. A run can span several assistant turns (text, then tool
+// calls, then more text); each turn gets its own `li.msg-assistant`, as the committed messages
+// will, so the page looks the same before and after a `state` re-render.
+
+import { el, fillBody, fillToolCard, renderToolCard } from "./render.js";
+
+export class LiveRun {
+  /**
+   * @param {string} id the run id
+   * @param {HTMLOListElement} transcript
+   */
+  constructor(id, transcript) {
+    this.id = String(id);
+    this.transcript = transcript;
+    this.turns = []; // {li, body, text, thinking, thinkingText, cards: Map, messageId}
+    this.settled = false;
+    this.aborted = null; // the reason of an `abort` frame
+    this.exhausted = undefined; // the limit of an `exhaust` frame
+  }
+
+  get current() {
+    return this.turns[this.turns.length - 1] || null;
+  }
+
+  _turn() {
+    const li = el(
+      "li",
+      { className: "msg msg-assistant is-live", "data-role": "assistant" },
+      el("div", { className: "msg-role", text: "Assistant" }),
+    );
+    this.transcript.append(li);
+    const turn = { li, body: null, text: null, thinking: null, thinkingText: null, cards: new Map(), messageId: null };
+    this.turns.push(turn);
+    return turn;
+  }
+
+  _body(turn) {
+    if (!turn.body) {
+      turn.body = el("div", { className: "msg-body streaming", "aria-live": "polite", "aria-busy": "true" });
+      turn.text = document.createTextNode("");
+      turn.body.append(turn.text);
+      // The answer text goes above this turn's tool cards.
+      const firstCard = turn.li.querySelector(":scope > .tool-card");
+      turn.li.insertBefore(turn.body, firstCard);
+    }
+    return turn.body;
+  }
+
+  /** Answer text: a new turn starts once the current one has dispatched tools. */
+  token(content) {
+    let turn = this.current;
+    if (!turn || turn.cards.size || turn.messageId) turn = this._turn();
+    this._body(turn);
+    turn.text.appendData(content);
+  }
+
+  /** Reasoning text, in a collapsed `<details>` above the turn's answer. */
+  think(content) {
+    let turn = this.current;
+    if (!turn || turn.cards.size || turn.body || turn.messageId) turn = this._turn();
+    if (!turn.thinking) {
+      turn.thinkingText = document.createTextNode("");
+      turn.thinking = el(
+        "details",
+        { className: "thinking", "data-testid": "thinking" },
+        el("summary", { text: "Thinking" }),
+        el("div", { className: "thinking-body" }, turn.thinkingText),
+      );
+      turn.li.insertBefore(turn.thinking, turn.li.querySelector(":scope > .msg-role").nextSibling);
+    }
+    turn.thinkingText.appendData(content);
+  }
+
+  /** A dispatched tool call (a `tool` frame, or an entry of `state.run.tools`). */
+  tool(frame) {
+    const call = frame.call || {};
+    const result = frame.result || {};
+    const tool = {
+      id: call.id,
+      name: call.name,
+      arguments: call.arguments,
+      result: "value" in result ? result.value : undefined,
+      error: result.error,
+      denied: frame.denied,
+      reason: frame.reason,
+      rule: frame.rule,
+    };
+    let turn = this.current;
+    if (!turn || turn.messageId) turn = this._turn();
+    const existing = this._entry(call.id);
+    if (existing) {
+      existing.tool = tool;
+      fillToolCard(existing.card, tool);
+      return;
+    }
+    this._addCard(turn, tool);
+  }
+
+  _addCard(turn, tool) {
+    const card = renderToolCard(tool);
+    turn.li.append(card);
+    turn.cards.set(tool.id, { card, tool });
+  }
+
+  _entry(callId) {
+    for (const turn of this.turns) if (turn.cards.has(callId)) return turn.cards.get(callId);
+    return null;
+  }
+
+  /**
+   * Durable messages: each assistant message claims the oldest uncommitted turn (or a new one)
+   * and replaces its streamed text with the sanitized HTML; a tool message fills its card.
+   * Returns the messages that belong to no turn of this run (a user message, say).
+   */
+  commit(messages) {
+    const leftover = [];
+    for (const message of messages) {
+      if (message.role === "assistant") {
+        const turn = this.turns.find((candidate) => !candidate.messageId) || this._turn();
+        turn.messageId = message.id;
+        turn.li.dataset.messageId = message.id;
+        turn.li.classList.remove("is-live");
+        if (message.content) fillBody(this._body(turn), message);
+        else if (turn.body && !turn.text.data) {
+          turn.body.remove();
+          turn.body = null;
+        }
+        for (const call of message.calls || []) {
+          if (!this._entry(call.id)) {
+            this._addCard(turn, { id: call.id, name: call.name, arguments: call.arguments });
+          }
+        }
+      } else if (message.role === "tool") {
+        const entry = this._entry(message.tool_call_id);
+        if (!entry) {
+          leftover.push(message);
+        } else if (entry.tool.result === undefined && entry.tool.error === undefined) {
+          entry.tool.result = message.content;
+          fillToolCard(entry.card, entry.tool);
+        }
+      } else {
+        leftover.push(message);
+      }
+    }
+    return leftover;
+  }
+
+  /** The run settled: streaming ends; an abort or an exhausted limit leaves a note. */
+  finish(result, note) {
+    this.settled = true;
+    for (const turn of this.turns) {
+      turn.li.classList.remove("is-live");
+      if (turn.body) {
+        turn.body.classList.remove("streaming");
+        turn.body.removeAttribute("aria-busy");
+        turn.body.removeAttribute("aria-live");
+      }
+    }
+    const last = this.current;
+    // A provider that does not stream still answers: show the final text if nothing did.
+    if (result && result.content && !this.turns.some((turn) => turn.body)) {
+      const turn = last && !last.messageId ? last : this._turn();
+      fillBody(this._body(turn), { content: result.content });
+    }
+    if (note) {
+      const turn = this.current || this._turn();
+      turn.li.append(el("p", { className: "msg-note run-note", text: note }));
+    }
+  }
+
+  /** The latest answer body of this run, if any. */
+  answerBody() {
+    for (let index = this.turns.length - 1; index >= 0; index -= 1) {
+      if (this.turns[index].body) return this.turns[index].body;
+    }
+    return null;
+  }
+}

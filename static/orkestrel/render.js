@@ -1,0 +1,189 @@
+// DOM builders for the chat transcript. They mirror the server templates in
+// templates/conversations/partials/ so a page rebuilt from a `state` frame looks the same as
+// the first, server-rendered one. Only `html` fields (sanitized on the server) ever reach
+// innerHTML; every other string goes through textContent.
+
+const ROLE_LABELS = { user: "You", assistant: "Assistant", tool: "Tool result", system: "System" };
+
+/** Create an element with attributes and children (strings become text nodes). */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "className") node.className = value;
+    else if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+
+/** Indented JSON; a string holding JSON is parsed first, other strings are kept as they are. */
+export function prettyJson(value) {
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return value;
+    }
+  }
+  try {
+    const text = JSON.stringify(value, null, 2);
+    return text === undefined ? String(value) : text;
+  } catch {
+    return String(value);
+  }
+}
+
+/** Fill a message body with sanitized server HTML, or plain text when there is none. */
+export function fillBody(body, message) {
+  if (message.html) {
+    body.innerHTML = message.html;
+    body.classList.add("markdown");
+  } else {
+    body.textContent = message.content || "";
+    body.classList.add("plain");
+  }
+  body.classList.remove("streaming");
+  body.removeAttribute("aria-busy");
+}
+
+/**
+ * A tool card. `tool` is {id, name, arguments, result, error, denied, reason, rule}; a missing
+ * `result` and `error` shows the card as still waiting.
+ */
+export function renderToolCard(tool) {
+  const card = el("div", {
+    className: "tool-card",
+    "data-testid": "tool-card",
+    "data-call-id": tool.id || "",
+    "data-tool-name": tool.name || "",
+  });
+  fillToolCard(card, tool);
+  return card;
+}
+
+/** (Re)build a tool card's content; used again when its result arrives later. */
+export function fillToolCard(card, tool) {
+  card.replaceChildren();
+  card.classList.toggle("is-denied", Boolean(tool.denied));
+  const hasResult = tool.result !== undefined && tool.result !== null;
+  const hasError = tool.error !== undefined && tool.error !== null;
+  const head = el(
+    "div",
+    { className: "tool-head" },
+    el("span", { className: "tool-label", text: "Tool" }),
+    el("code", { className: "tool-name", text: tool.name || "" }),
+  );
+  if (tool.denied) {
+    head.append(el("span", { className: "badge badge-denied", "data-testid": "tool-denied", text: "denied" }));
+  } else if (!hasResult && !hasError) {
+    head.append(el("span", { className: "badge badge-pending", text: "no result" }));
+  } else if (hasError) {
+    head.append(el("span", { className: "badge badge-error", text: "error" }));
+  }
+  card.append(head);
+  if (tool.denied) {
+    const reason = el("p", { className: "tool-reason", text: tool.reason || "Denied by the authority policy." });
+    if (tool.rule) reason.append(" ", el("span", { className: "tool-rule", text: `(rule: ${tool.rule})` }));
+    card.append(reason);
+  }
+  const details = el(
+    "details",
+    { className: "tool-details" },
+    el("summary", { text: "Arguments and result" }),
+    el(
+      "div",
+      { className: "tool-part" },
+      el("span", { className: "tool-part-label", text: "Arguments" }),
+      el("pre", { className: "tool-args", text: prettyJson(tool.arguments ?? {}) }),
+    ),
+  );
+  if (hasResult || hasError) {
+    const isError = hasError || Boolean(tool.denied);
+    details.append(
+      el(
+        "div",
+        { className: "tool-part" },
+        el("span", { className: "tool-part-label", text: isError ? "Error" : "Result" }),
+        el("pre", {
+          className: isError ? "tool-result is-error" : "tool-result",
+          text: prettyJson(hasError ? tool.error : tool.result),
+        }),
+      ),
+    );
+  }
+  card.append(details);
+}
+
+/** One message item (`li.msg`), with a tool card per call. */
+export function renderMessage(message, tools = []) {
+  const li = el("li", {
+    className: `msg msg-${message.role}`,
+    "data-message-id": message.id || null,
+    "data-role": message.role,
+  });
+  li.append(el("div", { className: "msg-role", text: ROLE_LABELS[message.role] || message.role }));
+  if (message.role === "tool") {
+    li.append(el("pre", { className: "msg-body tool-output", text: message.content || "" }));
+  } else if (message.content) {
+    const body = el("div", { className: "msg-body" });
+    fillBody(body, message);
+    li.append(body);
+  }
+  if (message.images_count) {
+    const count = message.images_count;
+    li.append(el("p", { className: "msg-note", text: `${count} image${count === 1 ? "" : "s"} attached` }));
+  }
+  for (const tool of tools) li.append(renderToolCard(tool));
+  return li;
+}
+
+/** Group messages as the server does: tool results go inside their call's card. */
+export function transcriptItems(messages, denials = {}) {
+  const results = new Map();
+  const called = new Set();
+  for (const message of messages) {
+    if (message.role === "tool" && message.tool_call_id) results.set(message.tool_call_id, message);
+    for (const call of message.calls || []) called.add(call.id);
+  }
+  const items = [];
+  for (const message of messages) {
+    if (message.role === "tool" && called.has(message.tool_call_id)) continue;
+    const tools = (message.calls || []).map((call) => {
+      const result = results.get(call.id);
+      const denial = denials[call.id];
+      const tool = { id: call.id, name: call.name, arguments: call.arguments };
+      if (denial) Object.assign(tool, { denied: true, reason: denial.reason, rule: denial.rule });
+      if (result) tool[denial ? "error" : "result"] = result.content;
+      return tool;
+    });
+    items.push({ message, tools });
+  }
+  return items;
+}
+
+/** A compaction notice: the recap (collapsed) and the original messages (collapsed). */
+export function renderSection(section, denials = {}) {
+  const originals = el("ol", { className: "originals" });
+  for (const item of transcriptItems(section.messages || [], denials)) {
+    originals.append(renderMessage(item.message, item.tools));
+  }
+  const recap = el("div", { className: "recap-body" });
+  fillBody(recap, { html: section.html, content: section.summary });
+  return el(
+    "li",
+    { className: "compaction", "data-testid": "compaction-notice", "data-section-id": section.id },
+    el("p", { className: "compaction-head", text: "Earlier messages were summarized to save context." }),
+    el("details", { className: "compaction-recap" }, el("summary", { text: "Summary" }), recap),
+    el(
+      "details",
+      { className: "compaction-originals" },
+      el("summary", { text: `Original messages (${(section.messages || []).length})` }),
+      originals,
+    ),
+  );
+}

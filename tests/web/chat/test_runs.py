@@ -1,0 +1,159 @@
+"""The run manager over the real runtime, the real database and the demo model."""
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from agents.runs import RunManager, recover_interrupted
+from conversations.models import AuthorityDecision, Message, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Collector:
+    def __init__(self):
+        self.frames = []
+
+    async def __call__(self, frame):
+        self.frames.append(frame)
+
+    def types(self):
+        return [f["type"] for f in self.frames]
+
+
+async def run_to_end(manager, user, conversation, text):
+    frames = Collector()
+    manager.subscribe(str(conversation.id), frames)
+    await manager.start(user_id=user.id, conversation_id=str(conversation.id), content=text)
+    await manager.wait(str(conversation.id))
+    await manager.drain()
+    return frames
+
+
+async def test_a_run_streams_numbered_frames_and_commits_everything(user, conversation, fast_demo):
+    frames = await run_to_end(RunManager(), user, conversation, "hello there")
+    types = frames.types()
+    assert types[0] == "started" and types[-1] == "finish"
+    assert "token" in types and "committed" in types
+    seqs = [f["seq"] for f in frames.frames]
+    assert seqs == list(range(1, len(seqs) + 1))
+    text = "".join(f["content"] for f in frames.frames if f["type"] == "token")
+    assert text.startswith("You said: hello there")
+    rows = await sync_to_async(list)(
+        Message.objects.filter(conversation=conversation)
+        .order_by("position")
+        .values_list("role", "content")
+    )
+    assert rows[0] == ("user", "hello there")
+    assert rows[-1] == ("assistant", text)
+    run = await sync_to_async(Run.objects.get)(conversation=conversation)
+    assert run.status == "done" and run.stop_reason == "done" and run.finished is not None
+
+
+async def test_a_tool_run_sends_a_tool_frame_and_commits_each_turn(user, conversation, fast_demo):
+    frames = await run_to_end(RunManager(), user, conversation, "list my files please")
+    tool = next(f for f in frames.frames if f["type"] == "tool")
+    assert tool["call"]["name"] == "workspace" and tool["denied"] is False
+    assert "value" in tool["result"]
+    committed = [m for f in frames.frames if f["type"] == "committed" for m in f["messages"]]
+    assert [m["role"] for m in committed] == ["assistant", "tool", "assistant"]
+    roles = await sync_to_async(list)(
+        Message.objects.filter(conversation=conversation)
+        .order_by("position")
+        .values_list("role", flat=True)
+    )
+    assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_a_second_send_while_busy_is_refused(user, conversation, demo, settings):
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.02}
+    from agents.runs import Busy
+
+    manager = RunManager()
+    await manager.start(user_id=user.id, conversation_id=str(conversation.id), content="one")
+    with pytest.raises(Busy):
+        await manager.start(user_id=user.id, conversation_id=str(conversation.id), content="two")
+    manager.abort(str(conversation.id))
+    await manager.wait(str(conversation.id))
+
+
+async def test_abort_keeps_the_partial_answer(user, conversation, demo, settings):
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.02}
+    manager = RunManager()
+    frames = Collector()
+    manager.subscribe(str(conversation.id), frames)
+    await manager.start(user_id=user.id, conversation_id=str(conversation.id), content="hello")
+    while "token" not in frames.types():
+        await asyncio.sleep(0.01)
+    manager.abort(str(conversation.id))
+    await manager.wait(str(conversation.id))
+    await manager.drain()
+    types = frames.types()
+    assert types[-2:] == ["abort", "finish"]
+    finish = frames.frames[-1]["result"]
+    assert finish["partial"] is True and finish["stop"] == "abort"
+    streamed = "".join(f["content"] for f in frames.frames if f["type"] == "token")
+    assert finish["content"] == streamed and streamed
+    last = await sync_to_async(
+        lambda: Message.objects.filter(conversation=conversation).order_by("-position").first()
+    )()
+    assert last.role == "assistant" and last.content == streamed
+    run = await sync_to_async(Run.objects.get)(conversation=conversation)
+    assert run.status == "partial" and run.stop_reason == "abort"
+
+
+async def test_denied_tool_is_recorded_and_never_runs(user, fast_demo):
+    from agents.models import AuthorityPolicy, AuthorityRule
+    from conversations.models import Conversation
+
+    def setup():
+        policy = AuthorityPolicy.objects.create(name="no files")
+        AuthorityRule.objects.create(
+            policy=policy, position=1, tool_glob="work*", reason="files are off limits"
+        )
+        fast_demo.authority_policy = policy
+        fast_demo.save()
+        return Conversation.objects.create(owner=user, profile=fast_demo)
+
+    conversation = await sync_to_async(setup)()
+    frames = await run_to_end(RunManager(), user, conversation, "show my files")
+    tool = next(f for f in frames.frames if f["type"] == "tool")
+    assert tool["denied"] is True and tool["reason"] == "files are off limits"
+    decision = await sync_to_async(AuthorityDecision.objects.get)(conversation=conversation)
+    assert decision.allowed is False and decision.tool_name == "workspace"
+    assert decision.rule_label.startswith("#1 work*")
+
+
+async def test_user_message_is_durable_before_the_run_starts(user, conversation, demo, settings):
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.05}
+    manager = RunManager()
+    await manager.start(user_id=user.id, conversation_id=str(conversation.id), content="keep me")
+    stored = await sync_to_async(
+        lambda: list(
+            Message.objects.filter(conversation=conversation).values_list("content", flat=True)
+        )
+    )()
+    assert stored == ["keep me"]
+    manager.abort(str(conversation.id))
+    await manager.wait(str(conversation.id))
+
+
+def test_unfinished_runs_are_closed_as_interrupted_keeping_their_text(user, conversation):
+    from conversations.stores import DjangoConversationStore
+    from orkestrel.core import create_conversation
+
+    store = DjangoConversationStore(owner=user)
+    convo = create_conversation(id=str(conversation.id))
+    convo.add({"role": "user", "content": "question"})
+    store.set_sync(convo.snapshot())
+    Run.objects.create(conversation=conversation, status="running", content="half an ans")
+    assert recover_interrupted() == 1
+    run = Run.objects.get(conversation=conversation)
+    assert run.status == "interrupted"
+    contents = list(
+        Message.objects.filter(conversation=conversation)
+        .order_by("position")
+        .values_list("content", flat=True)
+    )
+    assert contents == ["question", "half an ans"]

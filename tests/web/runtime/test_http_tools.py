@@ -1,0 +1,157 @@
+"""Operator-defined HTTP tools: templated URLs, query or JSON arguments, headers from the env."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from agents.models import Tool as ToolRow
+from agents.runtime.arguments import guard_tool
+from agents.runtime.http_tools import MAX_RESPONSE_BYTES, build_http_tool, render_url
+from orkestrel.core import ToolManager
+
+from .helpers import Reply, call
+
+PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "item_id": {"type": "string"},
+        "q": {"type": "string"},
+        "flag": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "count": {"type": "integer"},
+    },
+}
+
+
+def http_tool(server, path: str = "/items/{item_id}", **fields) -> ToolManager:
+    row = ToolRow(
+        name=fields.pop("name", "items"),
+        kind=ToolRow.Kind.HTTP,
+        url_template=f"{server.url}{path}",
+        parameters=fields.pop("parameters", PARAMETERS),
+        description="Look up items.",
+        **fields,
+    )
+    # The admin's validation, minus the uniqueness query: the template names declared params.
+    row.clean_fields()
+    row.clean()
+    return ToolManager(guard_tool(build_http_tool(row), timeout=row.timeout))
+
+
+async def test_a_get_fills_the_template_and_sends_the_rest_as_query_parameters(server):
+    server.routes["/items/a%2Fb%20c"] = Reply(200, {"id": "a/b c"}, "application/json")
+    manager = http_tool(server)
+    result = await call(manager, "items", item_id="a/b c", q="x y", flag=True, tags=["p", "q"])
+    assert (result.error, result.value) == (None, {"status": 200, "json": {"id": "a/b c"}})
+    seen = server.seen[0]
+    assert seen.method == "GET"
+    assert seen.path == "/items/a%2Fb%20c?q=x+y&flag=true&tags=p&tags=q"
+
+
+async def test_a_placeholder_value_cannot_climb_out_of_its_segment(server):
+    manager = http_tool(server)
+    await call(manager, "items", item_id="../admin?x=1")
+    assert server.paths() == ["/items/..%2Fadmin%3Fx%3D1"]
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+async def test_a_body_method_sends_the_other_arguments_as_json(server, method):
+    server.routes["/items/7"] = Reply(201, {"ok": True}, "application/json")
+    manager = http_tool(server, http_method=method)
+    result = await call(manager, "items", item_id="7", q="new", count=3)
+    assert result.value == {"status": 201, "json": {"ok": True}}
+    seen = server.seen[0]
+    assert (seen.method, seen.path) == (method, "/items/7")
+    assert seen.headers["content-type"] == "application/json"
+    assert json.loads(seen.body) == {"q": "new", "count": 3}
+
+
+async def test_a_delete_sends_query_parameters(server):
+    server.routes["/items/9"] = Reply(204, "")
+    manager = http_tool(server, http_method="DELETE")
+    result = await call(manager, "items", item_id="9", q="why")
+    assert result.value == {"status": 204, "text": ""}
+    assert (server.seen[0].method, server.seen[0].path) == ("DELETE", "/items/9?q=why")
+
+
+async def test_headers_come_from_the_named_environment_variables(server, monkeypatch):
+    monkeypatch.setenv("ITEMS_TOKEN", "Bearer s3cret-value")
+    server.routes["/items/1"] = Reply(200, "plain words")
+    manager = http_tool(server, header_env={"Authorization": "ITEMS_TOKEN"})
+    result = await call(manager, "items", item_id="1")
+    assert result.value == {"status": 200, "text": "plain words"}
+    assert server.seen[0].headers["authorization"] == "Bearer s3cret-value"
+
+
+async def test_a_missing_variable_is_an_error_naming_it_and_nothing_is_sent(server, monkeypatch):
+    monkeypatch.delenv("ITEMS_TOKEN", raising=False)
+    manager = http_tool(server, header_env={"Authorization": "ITEMS_TOKEN"})
+    result = await call(manager, "items", item_id="1")
+    assert (
+        result.error == "environment variable 'ITEMS_TOKEN' for header 'Authorization' is not set"
+    )
+    assert server.seen == []
+
+
+async def test_a_non_2xx_answer_is_an_error_with_the_status_and_an_excerpt(server):
+    server.routes["/items/404"] = Reply(404, "item 404 does not exist" + "!" * 500)
+    manager = http_tool(server)
+    result = await call(manager, "items", item_id="404")
+    assert result.value is None
+    assert result.error.startswith("HTTP 404: item 404 does not exist!!!")
+    assert len(result.error) < 260
+
+
+async def test_a_server_error_without_a_body_still_names_the_status(server):
+    server.routes["/items/x"] = Reply(503, "")
+    result = await call(http_tool(server), "items", item_id="x")
+    assert result.error == "HTTP 503"
+
+
+async def test_a_missing_placeholder_argument_is_an_error(server):
+    result = await call(http_tool(server), "items", q="no id")
+    assert result.error == "missing argument 'item_id' for the URL"
+    assert server.seen == []
+
+
+async def test_an_oversized_answer_is_cut_and_flagged(server):
+    server.routes["/items/big"] = Reply(200, "z" * (MAX_RESPONSE_BYTES + 1), "application/json")
+    result = await call(http_tool(server), "items", item_id="big")
+    assert result.value["truncated"] is True
+    assert len(result.value["text"]) == MAX_RESPONSE_BYTES
+
+
+def test_render_url_quotes_every_placeholder():
+    url, used = render_url("https://api.example/{a}/x/{b}", {"a": "é/1", "b": 2, "c": "rest"})
+    assert (url, used) == ("https://api.example/%C3%A9%2F1/x/2", {"a", "b"})
+
+
+def test_the_tool_carries_the_rows_texts_and_schema(server):
+    row = ToolRow(
+        name="lookup",
+        kind="http",
+        url_template=f"{server.url}/{{item_id}}",
+        parameters=PARAMETERS,
+        summary="Lean.",
+        description="Full.",
+        safe=True,
+    )
+    tool = build_http_tool(row)
+    assert (tool.name, tool.summary, tool.description, tool.parameters, tool.safe) == (
+        "lookup",
+        "Lean.",
+        "Full.",
+        PARAMETERS,
+        True,
+    )
+
+
+async def test_an_unreachable_service_is_an_error(server):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        server.port = probe.getsockname()[1]
+    result = await call(http_tool(server), "items", item_id="1")
+    assert result.error.startswith("request failed: ")

@@ -1,0 +1,336 @@
+"""The ``workspace`` built-in: every operation over the run's active workspace, and its faults."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from agents.runtime.arguments import guard_tool
+from agents.runtime.builtins.workspace import SEARCH_LIMIT, create_workspace_tool
+from orkestrel.core import (
+    ToolManager,
+    create_binary_content,
+    create_file,
+    create_memory_workspace_store,
+    create_text_content,
+    create_workspace_manager,
+)
+
+from .helpers import call, tool_context
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 8).decode()
+
+
+@pytest.fixture
+def context():
+    context = tool_context()
+    context.agent_context.workspaces.add(
+        id="main",
+        seed=[
+            create_file("notes.md", create_text_content("alpha\nbeta\ngamma", "markdown")),
+            create_file("logo.png", create_binary_content(PNG, "image/png")),
+        ],
+    )
+    return context
+
+
+@pytest.fixture
+def manager(context):
+    return ToolManager(guard_tool(create_workspace_tool(context), timeout=5))
+
+
+def workspace_of(context):
+    return context.agent_context.workspaces.active
+
+
+async def run(manager, **arguments):
+    result = await call(manager, "workspace", **arguments)
+    assert result.error is None, result.error
+    return result.value
+
+
+async def fault(manager, **arguments) -> str:
+    result = await call(manager, "workspace", **arguments)
+    assert result.error is not None, result.value
+    return result.error
+
+
+async def test_list_describes_every_file(manager):
+    assert await run(manager, operation="list") == [
+        {"path": "notes.md", "language": "markdown", "size": 16, "lines": 3, "state": "created"},
+        {"path": "logo.png", "mime": "image/png", "size": 16, "lines": 0, "state": "created"},
+    ]
+
+
+async def test_read_returns_the_whole_text(manager):
+    assert await run(manager, operation="read", path="notes.md") == {
+        "path": "notes.md",
+        "content": "alpha\nbeta\ngamma",
+    }
+
+
+async def test_a_ranged_read_returns_the_span_and_the_clamped_range(manager):
+    value = await run(
+        manager,
+        operation="read",
+        path="notes.md",
+        start_line=2,
+        start_column=1,
+        end_line=3,
+        end_column=99,
+    )
+    assert value == {
+        "path": "notes.md",
+        "content": "beta\ngamma",
+        "range": {"start": {"line": 2, "column": 1}, "end": {"line": 3, "column": 6}},
+    }
+
+
+async def test_a_partial_range_names_the_missing_ends(manager):
+    error = await fault(manager, operation="read", path="notes.md", start_line=1)
+    assert error == "TOOL: operation 'read' needs 'start_column', 'end_line', 'end_column'"
+
+
+async def test_write_creates_a_file_and_rewrites_it(manager, context):
+    created = await run(manager, operation="write", path="src/app.py", content="print(1)\n")
+    assert created == {
+        "path": "src/app.py",
+        "language": "python",
+        "size": 9,
+        "lines": 2,
+        "state": "created",
+    }
+    await run(manager, operation="write", path="src/app.py", content="print(2)")
+    assert workspace_of(context).read("src/app.py") == "print(2)"
+    assert workspace_of(context).file("src/app.py").state == "modified"
+
+
+async def test_a_ranged_write_splices_only_that_span(manager, context):
+    await run(
+        manager,
+        operation="write",
+        path="notes.md",
+        content="BETA",
+        start_line=2,
+        start_column=1,
+        end_line=2,
+        end_column=5,
+    )
+    assert workspace_of(context).read("notes.md") == "alpha\nBETA\ngamma"
+
+
+async def test_an_inverted_ranged_write_is_a_range_fault(manager, context):
+    error = await fault(
+        manager,
+        operation="write",
+        path="notes.md",
+        content="x",
+        start_line=3,
+        start_column=1,
+        end_line=1,
+        end_column=1,
+    )
+    assert error.startswith("RANGE: invalid range for 'notes.md'")
+    assert workspace_of(context).read("notes.md") == "alpha\nbeta\ngamma"
+
+
+async def test_prepend_and_append_extend_a_file(manager, context):
+    await run(manager, operation="prepend", path="notes.md", content="# Notes\n")
+    value = await run(manager, operation="append", path="notes.md", content="\ndelta")
+    assert workspace_of(context).read("notes.md") == "# Notes\nalpha\nbeta\ngamma\ndelta"
+    assert value["lines"] == 5
+
+
+async def test_append_creates_an_absent_file(manager, context):
+    await run(manager, operation="append", path="log.txt", content="one")
+    assert workspace_of(context).read("log.txt") == "one"
+
+
+async def test_search_lists_matches_with_their_lines(manager):
+    value = await run(manager, operation="search", query="A", regex=None)
+    assert value["truncated"] is False
+    assert [(m["path"], m["line"], m["column"]) for m in value["matches"]] == [
+        ("notes.md", 1, 1),
+        ("notes.md", 1, 5),
+        ("notes.md", 2, 4),
+        ("notes.md", 3, 2),
+        ("notes.md", 3, 5),
+    ]
+    assert value["matches"][2] == {
+        "path": "notes.md",
+        "line": 2,
+        "column": 4,
+        "length": 1,
+        "content": "beta",
+    }
+
+
+async def test_a_regex_search_matches_a_pattern(manager):
+    value = await run(manager, operation="search", query=r"^g\w+$", regex=True)
+    assert [m["content"] for m in value["matches"]] == ["gamma"]
+
+
+async def test_search_results_are_capped(manager, context):
+    workspace_of(context).write("many.txt", "x\n" * (SEARCH_LIMIT + 5))
+    value = await run(manager, operation="search", query="x")
+    assert len(value["matches"]) == SEARCH_LIMIT
+    assert value["truncated"] is True
+
+
+async def test_a_bad_regex_is_a_pattern_fault(manager):
+    error = await fault(manager, operation="search", query="(unclosed", regex=True)
+    assert error.startswith("PATTERN: invalid pattern '(unclosed'")
+
+
+async def test_replace_rewrites_every_match_and_reports_the_tally(manager, context):
+    workspace_of(context).write("other.md", "beta beta")
+    value = await run(manager, operation="replace", query="beta", replacement="BETA")
+    assert value == {"query": "beta", "replaced": 3, "files": 2}
+    assert workspace_of(context).read("other.md") == "BETA BETA"
+
+
+async def test_move_rekeys_a_file(manager, context):
+    assert await run(manager, operation="move", path="notes.md", to="docs/notes.md") == {
+        "from": "notes.md",
+        "to": "docs/notes.md",
+    }
+    workspace = workspace_of(context)
+    assert not workspace.has("notes.md")
+    assert workspace.read("docs/notes.md") == "alpha\nbeta\ngamma"
+
+
+async def test_moving_an_absent_file_is_a_tool_fault(manager):
+    assert await fault(manager, operation="move", path="nope.md", to="x.md") == (
+        "TOOL: no file at 'nope.md'"
+    )
+
+
+async def test_remove_drops_a_file(manager, context):
+    assert await run(manager, operation="remove", path="notes.md") == {
+        "path": "notes.md",
+        "removed": True,
+    }
+    assert not workspace_of(context).has("notes.md")
+    assert await fault(manager, operation="remove", path="notes.md") == (
+        "TOOL: no file at 'notes.md'"
+    )
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"operation": "read", "path": "logo.png"},
+        {
+            "operation": "read",
+            "path": "logo.png",
+            "start_line": 1,
+            "start_column": 1,
+            "end_line": 1,
+            "end_column": 2,
+        },
+        {"operation": "append", "path": "logo.png", "content": "text"},
+        {
+            "operation": "write",
+            "path": "logo.png",
+            "content": "x",
+            "start_line": 1,
+            "start_column": 1,
+            "end_line": 1,
+            "end_column": 1,
+        },
+    ],
+)
+async def test_text_operations_on_a_binary_file_are_modality_faults(manager, arguments):
+    error = await fault(manager, **arguments)
+    assert error.startswith("MODALITY: ")
+    assert "logo.png" in error
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"operation": "read"}, "TOOL: operation 'read' needs 'path'"),
+        ({"operation": "write", "path": "a.md"}, "TOOL: operation 'write' needs 'content'"),
+        ({"operation": "replace", "query": "a"}, "TOOL: operation 'replace' needs 'replacement'"),
+        ({"operation": "move", "path": "notes.md"}, "TOOL: operation 'move' needs 'to'"),
+        ({"operation": "switch"}, "TOOL: operation 'switch' needs 'workspace'"),
+        ({"operation": "read", "path": "absent.md"}, "TOOL: no file at 'absent.md'"),
+    ],
+)
+async def test_missing_arguments_are_tool_faults(manager, arguments, message):
+    assert await fault(manager, **arguments) == message
+
+
+async def test_an_empty_path_is_a_tool_fault(manager):
+    error = await fault(manager, operation="write", path="", content="x")
+    assert error.startswith("TOOL: path must be a non-empty string")
+
+
+async def test_an_unknown_operation_is_refused_by_the_schema(manager):
+    error = await fault(manager, operation="explode")
+    assert error.startswith("invalid arguments at $.operation: 'explode' is not one of")
+
+
+async def test_switch_activates_another_registered_workspace(manager, context):
+    workspaces = context.agent_context.workspaces
+    workspaces.add(id="other", seed=[create_file("b.txt", create_text_content("B"))])
+    assert await run(manager, operation="switch", workspace="other") == {
+        "workspace": "other",
+        "files": 1,
+    }
+    assert workspaces.active.id == "other"
+    assert await run(manager, operation="read", path="b.txt") == {"path": "b.txt", "content": "B"}
+
+
+async def test_switch_hydrates_a_stored_workspace(context):
+    store = create_memory_workspace_store()
+    await store.set(
+        {
+            "id": "saved",
+            "files": [create_file("kept.txt", create_text_content("from the store")).to_dict()],
+        }
+    )
+    context.agent_context.workspaces = create_workspace_manager(store=store)
+    manager = ToolManager(guard_tool(create_workspace_tool(context)))
+    assert await run(manager, operation="switch", workspace="saved") == {
+        "workspace": "saved",
+        "files": 1,
+    }
+    assert await run(manager, operation="read", path="kept.txt") == {
+        "path": "kept.txt",
+        "content": "from the store",
+    }
+
+
+async def test_switching_to_an_unknown_workspace_is_a_tool_fault(manager, context):
+    error = await fault(manager, operation="switch", workspace="ghost")
+    assert error == "TOOL: no workspace 'ghost'; known: ['main']"
+    assert context.agent_context.workspaces.active.id == "main"
+
+
+async def test_without_an_active_workspace_every_edit_is_a_clear_fault():
+    context = tool_context()
+    manager = ToolManager(guard_tool(create_workspace_tool(context)))
+    error = await fault(manager, operation="write", path="a.md", content="x")
+    assert error == "TOOL: no active workspace; switch to one first"
+    assert context.agent_context.workspaces.count == 0
+
+
+def test_the_tool_advertises_a_flat_unsafe_operation_schema(context):
+    tool = create_workspace_tool(context)
+    assert tool.name == "workspace" and tool.safe is False
+    properties = tool.parameters["properties"]
+    assert properties["operation"]["enum"] == [
+        "list",
+        "read",
+        "write",
+        "prepend",
+        "append",
+        "search",
+        "replace",
+        "move",
+        "remove",
+        "switch",
+    ]
+    assert all(spec.get("type") != "object" for spec in properties.values())

@@ -1,0 +1,271 @@
+"""The Django-backed ``WorkspaceStore``: the kit's workspace snapshots over ``WorkspaceFile`` rows.
+
+The kit's store contract is three async methods, ``get`` / ``set`` / ``delete``, keyed by the
+snapshot's own ``id`` (here a canonical UUID string, the ``Workspace`` primary key). ``set``
+writes only what changed, keyed by path: new paths are inserted, changed files updated, removed
+paths deleted, in one transaction and a constant number of queries. The ``*_sync`` twins serve
+sync callers (views, management commands, tests).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import IntegrityError, connections, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from orkestrel.core.files import File, FileDict, file_from_dict
+from orkestrel.core.workspace_store import WorkspaceSnapshot, is_workspace_snapshot
+
+from .models import Workspace, WorkspaceFile, file_fields
+
+__all__ = ["DjangoWorkspaceStore", "chunked", "in_thread", "owner_pk", "parse_id"]
+
+# Well under SQLite's oldest bound-parameter limit (999), so one IN list never overflows it.
+CHUNK = 900
+# The columns a save may change on an existing row (``path`` is the identity).
+_CONTENT = ("text", "language", "data", "mime", "state", "size", "lines")
+
+
+def parse_id(value: object) -> uuid.UUID | None:
+    """The UUID a store id names, or ``None`` unless it is a canonical UUID string.
+
+    Canonical only (lowercase, hyphenated): the snapshot a store returns carries ``str(pk)``,
+    which must equal the id it was asked for.
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        return None
+    return parsed if str(parsed) == value else None
+
+
+def owner_pk(owner: AbstractBaseUser | int | None) -> int | None:
+    """The primary key of a store's owner (a user or a user id), or ``None``."""
+    if owner is None or isinstance(owner, int):
+        return owner
+    return owner.pk
+
+
+def _tidy_connections() -> None:
+    # Outside a request nothing recycles this thread's connection (``CONN_MAX_AGE``, a server
+    # that dropped it): do what channels' ``database_sync_to_async`` does, but never inside an
+    # open transaction (a sync caller's ``atomic`` block, or a test's) that closing would break.
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
+
+
+def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """``function`` as a coroutine run by ``sync_to_async(thread_sensitive=True)``.
+
+    Stale or expired connections are closed before and after the call, as channels does.
+    """
+
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        _tidy_connections()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _tidy_connections()
+
+    return sync_to_async(call, thread_sensitive=True)
+
+
+def chunked[T](items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    """``items`` in slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class DjangoWorkspaceStore:
+    """A ``WorkspaceStore`` over the ``workspaces`` models.
+
+    Args:
+        owner: The user (or user id) whose workspaces this store sees and creates. Without
+            one the store sees every workspace but cannot create one (``set`` of an unknown id
+            raises ``ValueError``).
+    """
+
+    def __init__(self, owner: AbstractBaseUser | int | None = None) -> None:
+        self._owner = owner_pk(owner)
+
+    def __repr__(self) -> str:
+        return f"DjangoWorkspaceStore(owner={self._owner!r})"
+
+    # -- the kit's async contract ----------------------------------------------------------
+
+    async def get(self, id: str) -> WorkspaceSnapshot | None:
+        """The stored snapshot for ``id``, or ``None`` (unknown or malformed id)."""
+        return await in_thread(self.get_sync)(id)
+
+    async def set(self, snapshot: WorkspaceSnapshot) -> None:
+        """Insert or update ``snapshot`` under ``snapshot["id"]`` (see ``set_sync``)."""
+        await in_thread(self.set_sync)(snapshot)
+
+    async def delete(self, id: str) -> None:
+        """Drop the workspace ``id`` and its files; an absent id is a no-op."""
+        await in_thread(self.delete_sync)(id)
+
+    # -- sync twins ------------------------------------------------------------------------
+
+    def _workspaces(self) -> QuerySet[Workspace]:
+        queryset = Workspace.objects.all()
+        return queryset if self._owner is None else queryset.filter(owner_id=self._owner)
+
+    def get_sync(self, id: str) -> WorkspaceSnapshot | None:
+        """Rebuild the snapshot in two queries; ``None`` for an unknown or malformed id."""
+        key = parse_id(id)
+        if key is None or not self._workspaces().filter(pk=key).exists():
+            return None
+        rows = (
+            WorkspaceFile.objects.filter(workspace_id=key)
+            .order_by("position")
+            .values_list("path", "text", "language", "data", "mime", "state", "size", "lines")
+        )
+        return {"id": str(key), "files": [_file_dict(*row) for row in rows]}
+
+    def set_sync(self, snapshot: WorkspaceSnapshot) -> None:
+        """Write ``snapshot``, changing only the rows that differ, in one transaction.
+
+        Raises:
+            TypeError: ``snapshot`` is not a workspace snapshot (as the in-memory store).
+            ValueError: the id is not a canonical UUID string, a path repeats, or the
+                workspace is new and the store has no owner.
+            PermissionError: the workspace belongs to another owner than the store's.
+        """
+        if not is_workspace_snapshot(snapshot):
+            raise TypeError(
+                "snapshot must be a workspace snapshot: a string id and a list of files"
+            )
+        key = parse_id(snapshot["id"])
+        if key is None:
+            raise ValueError(
+                f"workspace id must be a canonical UUID string, not {snapshot['id']!r}"
+            )
+        files = [file_from_dict(item) for item in snapshot["files"]]
+        if len({file.path for file in files}) != len(files):
+            raise ValueError("snapshot files must have unique paths")
+        with transaction.atomic():
+            self._claim(key)
+            _sync_files(key, files)
+
+    def delete_sync(self, id: str) -> None:
+        """Drop the workspace ``id`` (its files cascade); unknown or malformed ids are no-ops."""
+        key = parse_id(id)
+        if key is not None:
+            self._workspaces().filter(pk=key).delete()
+
+    def _claim(self, key: uuid.UUID) -> None:
+        # Lock the row (PostgreSQL) so two saves of one workspace serialize, or create it.
+        owner = _owner_locked(key)
+        if owner is None:
+            if self._owner is None:
+                raise ValueError("creating a workspace needs a store with an owner")
+            try:
+                with transaction.atomic():
+                    Workspace.objects.create(id=key, owner_id=self._owner)
+                return
+            except IntegrityError:
+                # A concurrent first save created it: wait for its lock and carry on.
+                owner = _owner_locked(key)
+                if owner is None:
+                    raise
+        if self._owner is not None and owner != self._owner:
+            raise PermissionError(f"workspace {str(key)!r} belongs to another user")
+
+
+def _owner_locked(key: uuid.UUID) -> int | None:
+    """The workspace's owner id (``None``: no such workspace), its row locked."""
+    return (
+        Workspace.objects.select_for_update()
+        .filter(pk=key)
+        .values_list("owner_id", flat=True)
+        .first()
+    )
+
+
+def _sync_files(key: uuid.UUID, files: list[File]) -> None:
+    """Make the workspace's rows match ``files`` (in order), touching only what differs."""
+    stored = {row.path: row for row in WorkspaceFile.objects.filter(workspace_id=key)}
+    wanted = {file.path for file in files}
+    removed = [row.pk for path, row in stored.items() if path not in wanted]
+    positions = _positions([stored.get(file.path) for file in files], stored)
+    now = timezone.now()
+    changed: list[WorkspaceFile] = []
+    created: list[WorkspaceFile] = []
+    for file, position in zip(files, positions, strict=True):
+        fields = file_fields(file)
+        row = stored.get(file.path)
+        if row is None:
+            created.append(WorkspaceFile(workspace_id=key, position=position, **fields))
+            continue
+        if row.position != position or any(getattr(row, name) != fields[name] for name in _CONTENT):
+            for name in _CONTENT:
+                setattr(row, name, fields[name])
+            row.position = position
+            row.updated = now
+            changed.append(row)
+    for pks in chunked(removed):
+        WorkspaceFile.objects.filter(pk__in=pks).delete()
+    if changed:
+        WorkspaceFile.objects.bulk_update(changed, [*_CONTENT, "position", "updated"])
+    if created:
+        WorkspaceFile.objects.bulk_create(created)
+    if removed or changed or created:
+        Workspace.objects.filter(pk=key).update(updated=now)
+
+
+def _positions(rows: list[WorkspaceFile | None], stored: dict[str, WorkspaceFile]) -> list[int]:
+    """The position each file of the snapshot gets (``rows[i]`` is its stored row, if any).
+
+    Stored positions are kept while they already follow the snapshot's order and new files
+    only come after them (the common case: edits and appends rewrite no other row);
+    otherwise the whole workspace is renumbered.
+    """
+    top = max((row.position for row in stored.values()), default=-1)
+    last = -1
+    appending = False
+    for row in rows:
+        if row is None:
+            appending = True
+        elif appending or row.position <= last:
+            return list(range(len(rows)))
+        else:
+            last = row.position
+    result: list[int] = []
+    for row in rows:
+        if row is None:
+            top += 1
+            result.append(top)
+        else:
+            result.append(row.position)
+    return result
+
+
+def _file_dict(
+    path: str,
+    text: str | None,
+    language: str,
+    data: str | None,
+    mime: str,
+    state: str,
+    size: int,
+    lines: int,
+) -> FileDict:
+    content: Any = (
+        {"data": data, "mime": mime}
+        if data is not None
+        else {
+            "text": text,
+            "language": language,
+        }
+    )
+    return {"path": path, "content": content, "state": state, "size": size, "lines": lines}

@@ -1,0 +1,14 @@
+"""Routes of the chat page's workspace panel (under the conversation they belong to)."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "workspaces"
+
+urlpatterns = [
+    path("c/<uuid:conversation_id>/workspace/files/", views.workspace_files, name="files"),
+    path("c/<uuid:conversation_id>/workspace/file/", views.workspace_file, name="file"),
+    path("c/<uuid:conversation_id>/workspace/image/", views.workspace_image, name="image"),
+    path("c/<uuid:conversation_id>/workspace/upload/", views.workspace_upload, name="upload"),
+]

@@ -1,0 +1,76 @@
+"""The chat page's workspace panel: list, read and upload files (JSON for ``chat.js``).
+
+The upload also works without JavaScript: a plain form post is answered with a redirect back
+to the chat page and a flash message, a request that accepts JSON with JSON.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET, require_POST
+
+from .services import list_files, read_file, read_image, upload_file
+
+__all__ = ["workspace_file", "workspace_files", "workspace_image", "workspace_upload"]
+
+
+def _path(request: HttpRequest) -> str:
+    return request.GET.get("path", "")
+
+
+@login_required
+@require_GET
+def workspace_files(request: HttpRequest, conversation_id: uuid.UUID) -> JsonResponse:
+    """``{"files": [{path, kind, language, mime, size, lines, state}, ...]}``."""
+    return JsonResponse({"files": list_files(user=request.user, conversation_id=conversation_id)})
+
+
+@login_required
+@require_GET
+def workspace_file(request: HttpRequest, conversation_id: uuid.UUID) -> JsonResponse:
+    """One file (``?path=``); a text file's JSON carries its ``text``."""
+    info = read_file(user=request.user, conversation_id=conversation_id, path=_path(request))
+    return JsonResponse(info)
+
+
+@login_required
+@require_GET
+def workspace_image(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """An image file's bytes (``?path=``), for the panel's preview."""
+    data, mime = read_image(user=request.user, conversation_id=conversation_id, path=_path(request))
+    response = HttpResponse(data, content_type=mime)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'"
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("accept", "")
+
+
+@login_required
+@require_POST
+def workspace_upload(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
+    """Upload one text or image file (multipart field ``file``) into the workspace."""
+    upload = request.FILES.get("file")
+    try:
+        if upload is None:
+            raise ValidationError({"file": "Choose a file to upload."})
+        info = upload_file(user=request.user, conversation_id=conversation_id, upload=upload)
+    except ValidationError as exc:
+        message = " ".join(exc.messages)
+        if _wants_json(request):
+            return JsonResponse({"error": message}, status=400)
+        messages.error(request, message)
+    else:
+        if _wants_json(request):
+            return JsonResponse({"file": info}, status=201)
+        messages.success(request, f"Uploaded {info['path']}.")
+    return redirect("conversations:chat", conversation_id=conversation_id)
