@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils.html import format_html
@@ -109,7 +110,15 @@ class ConversationAdmin(admin.ModelAdmin):
         return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
-        return super().get_queryset(request).annotate(message_total=Count("messages"))
+        # A correlated count: evaluated for the rows of one page, not grouped over every message.
+        count = (
+            Message.objects.filter(conversation=OuterRef("pk"))
+            .order_by()
+            .values("conversation")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return super().get_queryset(request).annotate(message_total=Coalesce(Subquery(count), 0))
 
     @admin.display(description="messages", ordering="message_total")
     def message_count(self, conversation: Conversation) -> int:

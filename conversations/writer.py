@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from orkestrel.core.conversation_store import ConversationSnapshot
 from orkestrel.core.messages import create_message, message_to_dict
-from workspaces.stores import chunked
+from workspaces.stores import ascending, chunked
 
 from .models import Conversation, Message, Section
 
@@ -136,20 +136,6 @@ def _spans(parents: _Parents, chosen: set[int], target: object = ...) -> Iterato
             run = []
 
 
-def _ascending(positions: Sequence[int | None]) -> bool:
-    """Whether the stored ``positions`` (``None``: a new message) ascend, new ones last."""
-    last = -1
-    appending = False
-    for position in positions:
-        if position is None:
-            appending = True
-        elif appending or position <= last:
-            return False
-        else:
-            last = position
-    return True
-
-
 class Writer:
     """Plans, then applies, the few statements that bring one conversation's rows in line."""
 
@@ -233,7 +219,7 @@ class Writer:
         """Plan one group's inserts, re-parents and, when its order broke, new positions."""
         section = self.sections[group.key] if group.key is not None else None
         known = [rows.get(message["id"]) for message in group.messages]
-        keep_positions = _ascending([row[2] if row else None for row in known])
+        keep_positions = ascending([row[2] if row else None for row in known])
         for message, row in zip(group.messages, known, strict=True):
             placed.add(message["id"])
             if row is None:

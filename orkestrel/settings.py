@@ -113,8 +113,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
-# Serve straight from the app and project static folders: no collectstatic step needed.
+# Only a deployment that runs collectstatic sets STATIC_ROOT; otherwise WhiteNoise serves
+# straight from the app and project static folders, with no build step.
+STATIC_ROOT = env("STATIC_ROOT", default=None)
 WHITENOISE_USE_FINDERS = True
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -153,4 +154,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    # httpx logs every request line at INFO; provider traffic is not operator news.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
 from .models import Workspace, WorkspaceFile
@@ -57,10 +58,16 @@ class WorkspaceAdmin(admin.ModelAdmin):
         return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Workspace]:
+        # Correlated: evaluated for the rows of one page, not grouped over every file.
+        files = WorkspaceFile.objects.filter(workspace=OuterRef("pk")).order_by()
+        files = files.values("workspace")
         return (
             super()
             .get_queryset(request)
-            .annotate(file_total=Count("files"), byte_total=Sum("files__size"))
+            .annotate(
+                file_total=Coalesce(Subquery(files.annotate(n=Count("pk")).values("n")), 0),
+                byte_total=Coalesce(Subquery(files.annotate(n=Sum("size")).values("n")), 0),
+            )
         )
 
     @admin.display(description="files", ordering="file_total")

@@ -24,7 +24,7 @@ from orkestrel.core.workspace_store import WorkspaceSnapshot, is_workspace_snaps
 
 from .models import Workspace, WorkspaceFile, file_fields
 
-__all__ = ["DjangoWorkspaceStore", "chunked", "in_thread", "owner_pk", "parse_id"]
+__all__ = ["DjangoWorkspaceStore", "ascending", "chunked", "in_thread", "owner_pk", "parse_id"]
 
 # Well under SQLite's oldest bound-parameter limit (999), so one IN list never overflows it.
 CHUNK = 900
@@ -127,7 +127,7 @@ class DjangoWorkspaceStore:
             return None
         rows = (
             WorkspaceFile.objects.filter(workspace_id=key)
-            .order_by("position")
+            .order_by("position", "pk")
             .values_list("path", "text", "language", "data", "mime", "state", "size", "lines")
         )
         return {"id": str(key), "files": [_file_dict(*row) for row in rows]}
@@ -223,30 +223,37 @@ def _sync_files(key: uuid.UUID, files: list[File]) -> None:
         Workspace.objects.filter(pk=key).update(updated=now)
 
 
+def ascending(positions: Sequence[int | None]) -> bool:
+    """Whether stored ``positions`` (``None``: a new row) ascend, with the new rows last.
+
+    Then a save keeps every stored position and numbers new rows after the highest one.
+    """
+    last = -1
+    appending = False
+    for position in positions:
+        if position is None:
+            appending = True
+        elif appending or position <= last:
+            return False
+        else:
+            last = position
+    return True
+
+
 def _positions(rows: list[WorkspaceFile | None], stored: dict[str, WorkspaceFile]) -> list[int]:
     """The position each file of the snapshot gets (``rows[i]`` is its stored row, if any).
 
-    Stored positions are kept while they already follow the snapshot's order and new files
-    only come after them (the common case: edits and appends rewrite no other row);
-    otherwise the whole workspace is renumbered.
+    Stored positions stay while they follow the snapshot's order (edits and appends rewrite
+    no other row); otherwise the whole workspace is renumbered.
     """
+    if not ascending([row.position if row else None for row in rows]):
+        return list(range(len(rows)))
     top = max((row.position for row in stored.values()), default=-1)
-    last = -1
-    appending = False
-    for row in rows:
-        if row is None:
-            appending = True
-        elif appending or row.position <= last:
-            return list(range(len(rows)))
-        else:
-            last = row.position
     result: list[int] = []
     for row in rows:
         if row is None:
             top += 1
-            result.append(top)
-        else:
-            result.append(row.position)
+        result.append(top if row is None else row.position)
     return result
 
 
@@ -260,12 +267,9 @@ def _file_dict(
     size: int,
     lines: int,
 ) -> FileDict:
-    content: Any = (
-        {"data": data, "mime": mime}
-        if data is not None
-        else {
-            "text": text,
-            "language": language,
-        }
-    )
+    content: Any
+    if data is not None:
+        content = {"data": data, "mime": mime}
+    else:
+        content = {"text": text, "language": language}
     return {"path": path, "content": content, "state": state, "size": size, "lines": lines}

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 __all__ = ["Channel"]
 
+
 class Channel[T]:
     """Producer ``push``es and ``close``s (or ``fail``s); the consumer iterates."""
 

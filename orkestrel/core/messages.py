@@ -41,14 +41,22 @@ def mint_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool call the model emitted: ``arguments`` is the parsed JSON object."""
+    """A tool call the model emitted: ``arguments`` is the parsed JSON object.
+
+    ``error`` is set when the model's arguments could not be parsed into an object (they are
+    then ``{}``): the call is answered with that error instead of running the tool.
+    """
 
     id: str
     name: str
     arguments: Mapping[str, Any]
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
+        data = {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
+        if self.error is not None:
+            data["error"] = self.error
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +112,10 @@ def to_tool_call(value: ToolCallInput) -> ToolCall:
         raise TypeError("tool call name must be a non-empty string")
     if not isinstance(arguments, Mapping):
         raise TypeError("tool call arguments must be a mapping")
-    return ToolCall(call_id, name, dict(arguments))
+    error = value.get("error")
+    if error is not None and not isinstance(error, str):
+        raise TypeError("tool call error must be a string")
+    return ToolCall(call_id, name, dict(arguments), error)
 
 
 def create_message(value: MessageInput, id: str | None = None) -> Message:
@@ -169,6 +180,7 @@ def is_tool_call(value: object) -> bool:
             and isinstance(value.get("id"), str)
             and isinstance(value.get("name"), str)
             and isinstance(value.get("arguments"), Mapping)
+            and (value.get("error") is None or isinstance(value.get("error"), str))
         )
     except Exception:  # noqa: BLE001 - a guard is total
         return False

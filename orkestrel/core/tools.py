@@ -230,6 +230,10 @@ class ToolManager:
     async def _dispatch(self, call: ToolCallInput) -> ToolResult:
         if type(call) is ToolCall or isinstance(call, ToolCall):
             call_id, name, arguments = call.id, call.name, call.arguments
+            if call.error is not None:
+                return ToolResult(
+                    call_id, name, error=f"invalid arguments for {name}: {call.error}"
+                )
         elif isinstance(call, Mapping):
             call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", {})
             if not isinstance(call_id, str) or not isinstance(name, str):

@@ -120,10 +120,24 @@ class Turn:
             call = self.calls[key]
             raw = call.value if call.value is not None else "".join(call.parts)
             arguments = parse_arguments(raw)
-            if arguments is None or not call.name:
+            if not call.name:
                 if strict:
-                    what = "arguments are not a JSON object" if call.name else "has no name"
-                    raise self._error(f"tool call {call.name!r} {what}", body=str(raw)[:1000])
+                    raise self._error("tool call has no name", body=str(raw)[:1000])
+                continue
+            if arguments is None:
+                if not strict:
+                    continue
+                # The model's mistake, not the wire's: answer the call with an error it can
+                # read and correct on its next turn, instead of failing the whole run.
+                excerpt = str(raw)[:200]
+                calls.append(
+                    ToolCall(
+                        call.id or mint_id(),
+                        call.name,
+                        {},
+                        f"arguments are not a JSON object: {excerpt!r}",
+                    )
+                )
                 continue
             calls.append(ToolCall(call.id or mint_id(), call.name, arguments))
         return tuple(calls) or None

@@ -68,7 +68,10 @@ def _tool_call(value: object) -> ToolCall:
         raise TypeError("turn tools arguments must be a mapping")
     if call_id is not None and not isinstance(call_id, str):
         raise TypeError("turn tools id must be a string")
-    return ToolCall(call_id or mint_id(), name, dict(arguments))
+    error = value.get("error")
+    if error is not None and not isinstance(error, str):
+        raise TypeError("turn tools error must be a string")
+    return ToolCall(call_id or mint_id(), name, dict(arguments), error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -727,3 +727,20 @@ async def test_two_hundred_agents_run_concurrently_with_their_own_budgets():
     for i, (result, consumed) in enumerate(outcomes):
         assert result.content == str(i + 1) and not result.partial
         assert consumed == 4
+
+
+async def test_unparsable_arguments_from_the_model_become_a_tool_error_it_sees():
+    counter = []
+    call = {
+        "id": "c9",
+        "name": "add",
+        "arguments": {},
+        "error": "arguments are not a JSON object: '{oops'",
+    }
+    provider = ScriptedProvider(script=[{"content": "", "tools": [call]}, {"content": "fixed"}])
+    agent = create_agent(provider, tools=calc_tools(counter))
+    agent.context.messages.add({"role": "user", "content": "x"})
+    result = await agent.generate()
+    assert result.content == "fixed" and counter == []
+    fed_back = provider.calls[1].messages[-1].content
+    assert "invalid arguments for add" in fed_back and "{oops" in fed_back

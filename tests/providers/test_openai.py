@@ -334,12 +334,11 @@ async def test_generate_returns_the_same_result_the_stream_assembles(stub: StubS
     assert generated == streamed == ProviderResult("Hi", None, None, TokenUsage(3, 1, 4), "stop")
 
 
-async def test_malformed_tool_arguments_raise_instead_of_guessing(stub: StubServer) -> None:
+async def test_malformed_tool_arguments_become_a_call_error_not_a_guess(stub: StubServer) -> None:
     call = {"index": 0, "id": "c", "function": {"name": "f", "arguments": "{oops"}}
     stub.enqueue(Reply(sse(chunk({"tool_calls": [call]}), chunk({}, "tool_calls"), done=True)))
-    with pytest.raises(ProviderError, match="'f' arguments are not a JSON object") as caught:
-        await collect(provider(stub))
-    assert caught.value.body == "{oops"
+    _, result = await collect(provider(stub))
+    assert result.tools == (ToolCall("c", "f", {}, "arguments are not a JSON object: '{oops'"),)
 
 
 async def test_double_encoded_arguments_are_unwrapped(stub: StubServer) -> None:

@@ -253,3 +253,42 @@ def test_any_history_saved_after_every_step_reads_back_exactly(
             conversation.clear()
         save(store, conversation.snapshot())
         assert load(store, conversation.id) == conversation.snapshot()
+
+
+def test_both_stores_return_the_same_snapshot_for_awkward_content(django_store) -> None:
+    memory = create_memory_conversation_store()
+    snapshot = {
+        "id": new_id(),
+        "summary": "Résumé — 摘要 🧵",
+        "sections": [
+            {
+                "id": "s-1",
+                "summary": "",
+                "messages": [
+                    {"id": "a", "role": "user", "content": ""},
+                    {
+                        "id": "b",
+                        "role": "assistant",
+                        "content": "tab\there\nnewline 'quotes' \"double\" \\ backslash",
+                        "calls": [
+                            {
+                                "id": "c",
+                                "name": "deep",
+                                "arguments": {"n": [1, 2.5, None, True], "o": {"k": {}}},
+                            }
+                        ],
+                    },
+                    {"id": "c-result", "role": "tool", "content": "{}", "tool_call_id": "c"},
+                ],
+            }
+        ],
+        "messages": [
+            {"id": "d", "role": "user", "content": "😀 " * 50, "images": []},
+            {"id": "e", "role": "assistant", "content": "x" * 100_000, "calls": []},
+        ],
+    }
+    for store in (memory, django_store):
+        save(store, snapshot)
+    got = load(django_store, snapshot["id"])
+    assert got == load(memory, snapshot["id"]) == snapshot
+    assert json.loads(json.dumps(got)) == got

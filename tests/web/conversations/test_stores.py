@@ -3,9 +3,11 @@ owner scoping, strict ids, and the async methods running inside an event loop.""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from asgiref.sync import async_to_sync
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from conversations.models import Conversation, Message, Section
@@ -335,3 +337,32 @@ def test_a_position_tie_left_by_another_writer_never_moves_the_wrong_row(
     got = django_store.get_sync(conversation.id)
     assert [m["content"] for m in got["sections"][0]["messages"]] == ["a", "b"]
     assert [m["content"] for m in got["messages"]] == ["x", "c"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs concurrent writers")
+def test_concurrent_first_saves_of_one_conversation_both_succeed(user) -> None:
+    conversation = compacted()
+    snapshots = []
+    for turn in range(2):
+        chat(conversation, 1, start=turn)
+        snapshots.append(conversation.snapshot())
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def save(snapshot) -> None:
+        try:
+            barrier.wait()
+            DjangoConversationStore(owner=user.pk).set_sync(snapshot)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=save, args=(s,)) for s in snapshots]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert DjangoConversationStore().get_sync(conversation.id) in snapshots

@@ -3,8 +3,10 @@ queries, owner scoping, strict ids, and the async methods inside an event loop."
 
 from __future__ import annotations
 
+import threading
+
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from orkestrel.core import create_workspace
@@ -162,3 +164,32 @@ async def test_the_async_methods_work_from_a_running_event_loop(user) -> None:
     assert await store.get(workspace.id) == workspace.snapshot()
     await store.delete(workspace.id)
     assert await store.get(workspace.id) is None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs concurrent writers")
+def test_concurrent_first_saves_of_one_workspace_both_succeed(user) -> None:
+    workspace = project()
+    snapshots = []
+    for text in ("one", "two"):
+        workspace.write("main.py", text)
+        snapshots.append(workspace.snapshot())
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def save(snapshot) -> None:
+        try:
+            barrier.wait()
+            DjangoWorkspaceStore(owner=user.pk).set_sync(snapshot)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=save, args=(s,)) for s in snapshots]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert DjangoWorkspaceStore().get_sync(workspace.id) in snapshots

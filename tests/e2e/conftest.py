@@ -1,0 +1,270 @@
+"""Browser tests: a real Daphne server on a throwaway SQLite file, driven by Debian's Chromium.
+
+pytest-django's ``live_server`` is WSGI only (no websockets), so the server is a subprocess and
+these tests reach it over HTTP and websockets only: no ORM, no pytest-django database. The
+server and the browser are package-scoped, so both are gone before the rest of the suite runs
+(Playwright's sync API keeps an event loop of its own that async tests should not share).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+# Slow enough to stop or reload mid-answer, fast enough for the whole folder to stay short.
+WORD_DELAY = "0.05"
+PASSWORDS = {"alice": "alice-e2e-Pass-7431", "bob": "bob-e2e-Pass-9152"}
+START_TIMEOUT = 40.0
+# Expectations wait on events; a 2-core CI box next to PostgreSQL and Redis can be slow.
+TIMEOUT_MS = 15_000
+
+# Run inside ``manage.py shell``: the schema, the real bootstrap (demo profile), two users.
+SETUP_CODE = f"""
+import io
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+call_command("migrate", verbosity=0, interactive=False)
+call_command("bootstrap", stdout=io.StringIO())
+users = get_user_model()
+for name, password in {PASSWORDS!r}.items():
+    users.objects.create_user(username=name, password=password)
+"""
+
+# Installed in every page before its scripts: every distinct text of the answer element, in
+# order, so a test can check that each partial it showed was a prefix of the final answer.
+ANSWER_RECORDER = """
+(() => {
+  const seen = [];
+  window.__answers = seen;
+  const record = () => {
+    const node = document.querySelector("[data-testid=answer]");
+    const text = node ? node.textContent.trim() : "";
+    if (text && seen[seen.length - 1] !== text) seen.push(text);
+  };
+  new MutationObserver(record).observe(document, {
+    subtree: true, childList: true, characterData: true, attributes: true,
+  });
+})();
+"""
+
+
+@dataclass(frozen=True)
+class Server:
+    """The running Daphne subprocess."""
+
+    url: str
+    log: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _server_env(database: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("REDIS_URL", None)  # one process: the in-memory channel layer
+    env.update(
+        {
+            "DATABASE_URL": f"sqlite:///{database}",
+            "DEBUG": "false",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "ORKESTREL_DEMO_WORD_DELAY": WORD_DELAY,
+            "DJANGO_SETTINGS_MODULE": "orkestrel.settings",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+def _daphne() -> str:
+    beside = Path(sys.executable).with_name("daphne")
+    return str(beside if beside.exists() else REPO / ".venv" / "bin" / "daphne")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Terminate the server's whole process group, forcefully if it lingers."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="package", autouse=True)
+def chromium() -> Path:
+    """Skip the whole folder, saying how to enable it, when there is no browser to drive."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            "browser tests need Debian's chromium at /usr/bin/chromium: "
+            "apt-get update && apt-get install -y chromium"
+        )
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.skip("browser tests need the playwright package (requirements-dev.txt)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Migrate a fresh SQLite file, bootstrap it, serve it with Daphne; stop it afterwards."""
+    folder = tmp_path_factory.mktemp("e2e")
+    env = _server_env(folder / "e2e.sqlite3")
+    setup = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", SETUP_CODE],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if setup.returncode:
+        pytest.fail(f"setting up the e2e database failed:\n{setup.stdout}\n{setup.stderr}")
+    port = _free_port()
+    log = folder / "daphne.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [_daphne(), "-b", "127.0.0.1", "-p", str(port), "orkestrel.asgi:application"],
+            cwd=REPO,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: teardown kills it all
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"daphne exited with {process.returncode}:\n{_tail(log)}")
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"daphne did not answer /healthz in {START_TIMEOUT}s:\n{_tail(log)}")
+            time.sleep(0.1)
+        yield Server(url=url, log=log)
+    finally:
+        _stop(process)
+
+
+@pytest.fixture(scope="package")
+def browser(chromium: Path) -> Iterator[Any]:
+    """One Chromium for the folder; each test gets fresh contexts from it."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    playwright = sync_playwright().start()
+    try:
+        instance = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+    finally:
+        playwright.stop()
+
+
+@pytest.fixture(scope="package")
+def sessions(browser: Any, server: Server) -> Callable[[str], dict[str, Any]]:
+    """``sessions(user)``: a logged-in storage state, made once per user through the form."""
+    states: dict[str, dict[str, Any]] = {}
+
+    def state(username: str) -> dict[str, Any]:
+        if username not in states:
+            context = browser.new_context()
+            try:
+                page = context.new_page()
+                page.goto(f"{server.url}/accounts/login/")
+                page.get_by_label("Username").fill(username)
+                page.get_by_label("Password").fill(PASSWORDS[username])
+                page.get_by_test_id("login").click()
+                page.get_by_test_id("conversation-list").wait_for()
+                states[username] = context.storage_state()
+            finally:
+                context.close()
+        return states[username]
+
+    return state
+
+
+@pytest.fixture
+def open_context(
+    browser: Any, server: Server, sessions: Callable[[str], dict[str, Any]]
+) -> Iterator[Callable[..., Any]]:
+    """``open_context(user=None, **options)``: a browser context, closed after the test.
+
+    Every page records its answer texts (``window.__answers``); an uncaught script error on
+    any page fails the test.
+    """
+    contexts: list[Any] = []
+    errors: list[str] = []
+
+    def open_(user: str | None = None, **options: Any) -> Any:
+        if user is not None:
+            options["storage_state"] = sessions(user)
+        context = browser.new_context(base_url=server.url, **options)
+        context.set_default_timeout(TIMEOUT_MS)
+        context.add_init_script(ANSWER_RECORDER)
+        context.on("page", lambda page: page.on("pageerror", lambda exc: errors.append(str(exc))))
+        contexts.append(context)
+        return context
+
+    yield open_
+    for context in contexts:
+        context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+@pytest.fixture
+def alice(open_context: Callable[..., Any]) -> Any:
+    """A page logged in as alice, at desktop width."""
+    return open_context("alice", viewport={"width": 1280, "height": 800}).new_page()
+
+
+@pytest.fixture(scope="package")
+def screenshots() -> Path:
+    """Where the chat views are saved for a human to look at (not committed)."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+    return SCREENSHOTS
