@@ -151,12 +151,9 @@ class Client:
     frames: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     run: int | None = None
     protocol: Protocol | None = None
-    ready: asyncio.Future[None] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-    done: asyncio.Future[None] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
+    ready: asyncio.Future[None] = field(default_factory=lambda: _future())
+    done: asyncio.Future[None] = field(default_factory=lambda: _future())
+    closed: asyncio.Future[None] = field(default_factory=lambda: _future())
 
     def received(self, at: float, payload: bytes) -> None:
         frame = json.loads(payload)
@@ -180,6 +177,10 @@ class Client:
         self.protocol.sendMessage(json.dumps(frame).encode())
 
 
+def _future() -> asyncio.Future[None]:
+    return asyncio.get_running_loop().create_future()
+
+
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -198,6 +199,7 @@ class Protocol(WebSocketClientProtocol):
         if not client.ready.done():
             client.ready.set_exception(ConnectionError(f"socket closed: {code} {reason}"))
         _settle(client.done)
+        _settle(client.closed)
 
 
 async def connect(port: int, cookie: str, conversation_id: str) -> Client:
@@ -208,7 +210,12 @@ async def connect(port: int, cookie: str, conversation_id: str) -> Client:
     )
     factory.protocol = Protocol
     factory.client = client
-    factory.setProtocolOptions(utf8validateIncoming=False, tcpNoDelay=True, openHandshakeTimeout=60)
+    factory.setProtocolOptions(
+        utf8validateIncoming=False,
+        tcpNoDelay=True,
+        openHandshakeTimeout=60,
+        closeHandshakeTimeout=60,
+    )
     await asyncio.get_running_loop().create_connection(factory, "127.0.0.1", port)
     await asyncio.wait_for(client.ready, 30)
     return client
@@ -218,7 +225,7 @@ async def close(clients: list[Client]) -> None:
     for client in clients:
         if client.protocol is not None and client.protocol.state == client.protocol.STATE_OPEN:
             client.protocol.sendClose()
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(asyncio.gather(*(c.closed for c in clients)), 60)
 
 
 # -- the figures ------------------------------------------------------------------------------
@@ -407,6 +414,9 @@ def main() -> int:
             ok = asyncio.run(scenarios(args, server, login(server.port, password), setup))
         finally:
             server.stop()
+            problems = [x for x in server.log.read_text().splitlines() if "Error" in x]
+            if problems:
+                print(f"\nserver log: {len(problems)} error lines, e.g. {problems[0]}")
         if args.profile:
             import pstats
 

@@ -17,7 +17,8 @@ env = environ.Env(
     ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "testserver"]),
     CSRF_TRUSTED_ORIGINS=(list, []),
 )
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+if (BASE_DIR / ".env").exists():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env("DEBUG")
 # Local development gets a throwaway key; a deployment must set SECRET_KEY.

@@ -8,6 +8,7 @@ server and the browser are package-scoped, so both are gone before the rest of t
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -41,16 +42,29 @@ START_TIMEOUT = 40.0
 # Expectations wait on events; a 2-core CI box next to PostgreSQL and Redis can be slow.
 TIMEOUT_MS = 15_000
 
-# Run inside ``manage.py shell``: the schema, the real bootstrap (demo profile), two users.
+# Run inside ``manage.py shell``: the schema, the real bootstrap (demo profile), two users, and
+# a session for each (printed as JSON). Logging in through the form costs ~2 s of password
+# hashing on this machine kind: only the login test pays it, the others start logged in.
 SETUP_CODE = f"""
-import io
+import io, json
+from importlib import import_module
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 call_command("migrate", verbosity=0, interactive=False)
 call_command("bootstrap", stdout=io.StringIO())
-users = get_user_model()
+store = import_module(settings.SESSION_ENGINE).SessionStore
+sessions = {{}}
 for name, password in {PASSWORDS!r}.items():
-    users.objects.create_user(username=name, password=password)
+    user = get_user_model().objects.create_user(username=name, password=password)
+    session = store()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    sessions[name] = session.session_key
+print(json.dumps({{"cookie": settings.SESSION_COOKIE_NAME, "sessions": sessions}}))
 """
 
 # Installed in every page before its scripts: every distinct text of the answer element, in
@@ -77,6 +91,8 @@ class Server:
 
     url: str
     log: Path
+    cookie: str  # the session cookie's name
+    sessions: dict[str, str]  # username -> a logged-in session key
 
 
 def _free_port() -> int:
@@ -158,6 +174,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     )
     if setup.returncode:
         pytest.fail(f"setting up the e2e database failed:\n{setup.stdout}\n{setup.stderr}")
+    made = json.loads(setup.stdout.strip().splitlines()[-1])
     port = _free_port()
     log = folder / "daphne.log"
     with log.open("wb") as sink:
@@ -184,7 +201,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             if time.monotonic() > deadline:
                 pytest.fail(f"daphne did not answer /healthz in {START_TIMEOUT}s:\n{_tail(log)}")
             time.sleep(0.1)
-        yield Server(url=url, log=log)
+        yield Server(url=url, log=log, cookie=made["cookie"], sessions=made["sessions"])
     finally:
         _stop(process)
 
@@ -206,35 +223,11 @@ def browser(chromium: Path) -> Iterator[Any]:
         playwright.stop()
 
 
-@pytest.fixture(scope="package")
-def sessions(browser: Any, server: Server) -> Callable[[str], dict[str, Any]]:
-    """``sessions(user)``: a logged-in storage state, made once per user through the form."""
-    states: dict[str, dict[str, Any]] = {}
-
-    def state(username: str) -> dict[str, Any]:
-        if username not in states:
-            context = browser.new_context()
-            try:
-                page = context.new_page()
-                page.goto(f"{server.url}/accounts/login/")
-                page.get_by_label("Username").fill(username)
-                page.get_by_label("Password").fill(PASSWORDS[username])
-                page.get_by_test_id("login").click()
-                page.get_by_test_id("conversation-list").wait_for()
-                states[username] = context.storage_state()
-            finally:
-                context.close()
-        return states[username]
-
-    return state
-
-
 @pytest.fixture
-def open_context(
-    browser: Any, server: Server, sessions: Callable[[str], dict[str, Any]]
-) -> Iterator[Callable[..., Any]]:
+def open_context(browser: Any, server: Server) -> Iterator[Callable[..., Any]]:
     """``open_context(user=None, **options)``: a browser context, closed after the test.
 
+    With a ``user`` the context starts logged in (the session ``SETUP_CODE`` made).
     Every page records its answer texts (``window.__answers``); an uncaught script error on
     any page fails the test.
     """
@@ -242,9 +235,10 @@ def open_context(
     errors: list[str] = []
 
     def open_(user: str | None = None, **options: Any) -> Any:
-        if user is not None:
-            options["storage_state"] = sessions(user)
         context = browser.new_context(base_url=server.url, **options)
+        if user is not None:
+            session = server.sessions[user]
+            context.add_cookies([{"name": server.cookie, "value": session, "url": server.url}])
         context.set_default_timeout(TIMEOUT_MS)
         context.add_init_script(ANSWER_RECORDER)
         context.on("page", lambda page: page.on("pageerror", lambda exc: errors.append(str(exc))))

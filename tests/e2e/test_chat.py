@@ -33,7 +33,7 @@ def new_chat(page: Page, title: str = "") -> str:
     page.goto("/")
     page.get_by_test_id("profile-select").select_option(label="Demo (offline)")
     if title:
-        page.get_by_label("Title").fill(title)
+        page.get_by_label("Title", exact=True).fill(title)
     page.get_by_test_id("new-conversation").click()
     expect(page).to_have_url(CHAT_URL)
     expect(page.locator("#connection")).to_have_attribute("data-state", "open")

@@ -157,3 +157,18 @@ def test_unfinished_runs_are_closed_as_interrupted_keeping_their_text(user, conv
         .values_list("content", flat=True)
     )
     assert contents == ["question", "half an ans"]
+
+
+async def test_profile_scope_hides_tools_the_model_then_cannot_call(user, fast_demo):
+    from agents.models import Scope
+    from conversations.models import Conversation
+
+    def setup():
+        fast_demo.scope = Scope.objects.create(name="fetch only", tools=["http_fetch"])
+        fast_demo.save()
+        return Conversation.objects.create(owner=user, profile=fast_demo)
+
+    conversation = await sync_to_async(setup)()
+    frames = await run_to_end(RunManager(), user, conversation, "list my files")
+    tool = next(f for f in frames.frames if f["type"] == "tool")
+    assert tool["result"] == {"error": "tool not found: workspace"}
