@@ -17,14 +17,11 @@ import json
 from collections import OrderedDict
 from collections.abc import Mapping
 from json import loads
-from typing import Any, Final
-
-import httpx
+from typing import Any, Final, Unpack
 
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
     ContentDelta,
-    ContextFormat,
     ProviderResult,
     ProviderStreamItem,
     ProviderStreamOptions,
@@ -33,7 +30,7 @@ from orkestrel.core.provider import (
 )
 from orkestrel.core.usage import TokenUsage
 
-from .base import ErrorFactory, HttpProvider, PendingCall, Turn
+from .base import ErrorFactory, HttpProvider, HttpProviderOptions, PendingCall, Turn
 from .wire import link_tool_messages, think_level, to_image
 
 __all__ = ["ANTHROPIC_THINKING_BUDGETS", "ANTHROPIC_VERSION", "SCHEMA_TOOL", "AnthropicProvider"]
@@ -235,39 +232,11 @@ class AnthropicProvider(HttpProvider):
     def __init__(
         self,
         *,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 600.0,
-        retries: int = 2,
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
-        headers: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        client: httpx.AsyncClient | None = None,
-        id: str | None = None,
-        name: str | None = None,
-        format: ContextFormat | None = None,
         max_tokens: int = 4096,
         thinking_budgets: Mapping[ThinkingLevel, int] | None = None,
+        **options: Unpack[HttpProviderOptions],
     ) -> None:
-        super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            retries=retries,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            headers=headers,
-            extra_body=extra_body,
-            client=client,
-            id=id,
-            name=name,
-            format=format,
-        )
+        super().__init__(**options)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive int, not {max_tokens!r}")
         budgets = dict(ANTHROPIC_THINKING_BUDGETS)

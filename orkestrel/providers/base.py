@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Required, TypedDict
 
 import httpx
 
@@ -155,6 +155,25 @@ def _number(field: str, value: object, *, allow_none: bool = False, minimum: flo
     valid = isinstance(value, int | float) and not isinstance(value, bool)
     if not valid or not math.isfinite(value) or value < minimum:  # type: ignore[arg-type]
         raise ValueError(f"{field} must be a finite number >= {minimum}, not {value!r}")
+
+
+class HttpProviderOptions(TypedDict, total=False):
+    """The constructor options every HTTP provider shares (see ``HttpProvider``)."""
+
+    model: Required[str]
+    base_url: str | None
+    api_key: str | None
+    connect_timeout: float
+    read_timeout: float | None
+    retries: int
+    backoff: float
+    max_backoff: float
+    headers: Mapping[str, str] | None
+    extra_body: Mapping[str, Any] | None
+    client: httpx.AsyncClient | None
+    id: str | None
+    name: str | None
+    format: ContextFormat | None
 
 
 class HttpProvider:

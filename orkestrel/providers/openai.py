@@ -12,13 +12,10 @@ import json
 import re
 from collections.abc import Mapping
 from json import loads
-from typing import Any, Final
-
-import httpx
+from typing import Any, Final, Unpack
 
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
-    ContextFormat,
     ProviderStreamItem,
     ProviderStreamOptions,
     ThinkingLevel,
@@ -26,7 +23,7 @@ from orkestrel.core.provider import (
 )
 from orkestrel.core.usage import sanitize_usage
 
-from .base import HttpProvider, PendingCall, Turn
+from .base import HttpProvider, HttpProviderOptions, PendingCall, Turn
 from .wire import link_tool_messages, think_level, to_image
 
 __all__ = ["OPENAI_REASONING_EFFORTS", "OpenAIProvider"]
@@ -221,38 +218,10 @@ class OpenAIProvider(HttpProvider):
     def __init__(
         self,
         *,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 600.0,
-        retries: int = 2,
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
-        headers: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        client: httpx.AsyncClient | None = None,
-        id: str | None = None,
-        name: str | None = None,
-        format: ContextFormat | None = None,
         include_usage: bool = True,
+        **options: Unpack[HttpProviderOptions],
     ) -> None:
-        super().__init__(
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            retries=retries,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            headers=headers,
-            extra_body=extra_body,
-            client=client,
-            id=id,
-            name=name,
-            format=format,
-        )
+        super().__init__(**options)
         self._include_usage = bool(include_usage)
 
     def _turn(self, options: ProviderStreamOptions) -> Turn:
