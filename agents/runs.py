@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 TICK_SECONDS = 0.03
 CHECKPOINT_SECONDS = 1.0
 MANUAL_KEEP = 2
+TITLE_LENGTH = 60
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -268,11 +269,15 @@ def _finish_run(run_id: int, status: str, result: AgentResult | None, error: str
     Run.objects.filter(id=run_id).update(**fields)
 
 
-def _start_run(conversation_id: str) -> tuple[int, TokenUsage]:
+def _start_run(conversation_id: str, content: str) -> tuple[int, TokenUsage]:
     run = Run.objects.create(
         conversation_id=conversation_id, status="running", started=timezone.now()
     )
     Conversation.objects.filter(id=conversation_id).update(updated=timezone.now())
+    # An untitled conversation is named after its first message, as chat apps do.
+    title = " ".join(content.split())[:TITLE_LENGTH]
+    if title:
+        Conversation.objects.filter(id=conversation_id, title="").update(title=title)
     prompt, completion, total = Conversation.objects.filter(id=conversation_id).values_list(
         "usage_prompt", "usage_completion", "usage_total"
     )[0]
@@ -370,7 +375,7 @@ class RunManager:
             )
             # The accepted message is durable before anything else happens.
             await session.commit()
-            run_id, usage = await sync_to_async(_start_run)(conversation_id)
+            run_id, usage = await sync_to_async(_start_run)(conversation_id, content)
             session.run_id = run_id
             self.committed_ids[conversation_id] = {
                 m.id for m in session.agent.context.messages.messages()

@@ -172,3 +172,15 @@ async def test_profile_scope_hides_tools_the_model_then_cannot_call(user, fast_d
     frames = await run_to_end(RunManager(), user, conversation, "list my files")
     tool = next(f for f in frames.frames if f["type"] == "tool")
     assert tool["result"] == {"error": "tool not found: workspace"}
+
+
+async def test_an_untitled_conversation_is_named_after_its_first_message(user, fast_demo):
+    from conversations.models import Conversation
+
+    conversation = await sync_to_async(Conversation.objects.create)(owner=user, profile=fast_demo)
+    frames = await run_to_end(RunManager(), user, conversation, "  Plan   a trip to Lisbon  ")
+    await conversation.arefresh_from_db()
+    assert conversation.title == "Plan a trip to Lisbon"
+    usage = next(f for f in frames.frames if f["type"] == "usage")
+    assert usage["usage"]["total"] > 0 and usage["total"]["total"] >= usage["usage"]["total"]
+    assert usage["context"]["window"] == 8000 and usage["context"]["used"] > 0
