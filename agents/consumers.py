@@ -47,10 +47,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
         user = self.scope.get("user")
         self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
         self._unsubscribe: Callable[[], None] | None = None
+        # Refusals accept first: a close before the handshake reaches a browser as a bare
+        # 1006, and the client could not tell "log in again" from "the network dropped".
         if user is None or not user.is_authenticated:
+            await self.accept()
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         if not await _owns(user.id, self.conversation_id):
+            await self.accept()
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.user = user

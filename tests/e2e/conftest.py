@@ -227,9 +227,9 @@ def browser(chromium: Path) -> Iterator[Any]:
 def open_context(browser: Any, server: Server) -> Iterator[Callable[..., Any]]:
     """``open_context(user=None, **options)``: a browser context, closed after the test.
 
-    With a ``user`` the context starts logged in (the session ``SETUP_CODE`` made).
-    Every page records its answer texts (``window.__answers``); an uncaught script error on
-    any page fails the test.
+    With a ``user`` the context starts logged in (the session ``SETUP_CODE`` made). Every page
+    records its answer texts (``window.__answers``); an uncaught script error or a server
+    error (5xx) on any page fails the test.
     """
     contexts: list[Any] = []
     errors: list[str] = []
@@ -242,19 +242,30 @@ def open_context(browser: Any, server: Server) -> Iterator[Callable[..., Any]]:
         context.set_default_timeout(TIMEOUT_MS)
         context.add_init_script(ANSWER_RECORDER)
         context.on("page", lambda page: page.on("pageerror", lambda exc: errors.append(str(exc))))
+        context.on(
+            "response",
+            lambda response: response.status >= 500
+            and errors.append(f"{response.status} from {response.url}"),
+        )
         contexts.append(context)
         return context
 
     yield open_
     for context in contexts:
         context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    assert not errors, f"errors in the browser: {errors}"
 
 
 @pytest.fixture
 def alice(open_context: Callable[..., Any]) -> Any:
     """A page logged in as alice, at desktop width."""
     return open_context("alice", viewport={"width": 1280, "height": 800}).new_page()
+
+
+@pytest.fixture(scope="package")
+def passwords() -> dict[str, str]:
+    """The users' passwords, for the test that logs in through the form."""
+    return dict(PASSWORDS)
 
 
 @pytest.fixture(scope="package")

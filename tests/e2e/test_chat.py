@@ -95,14 +95,14 @@ def no_horizontal_scroll(page: Page) -> bool:
 
 
 def test_login_form_leads_to_the_list_and_the_profile_picker_starts_a_demo_chat(
-    open_context: Any,
+    open_context: Any, passwords: dict[str, str]
 ) -> None:
     page = open_context().new_page()
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
 
     page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill("alice-e2e-Pass-7431")
+    page.get_by_label("Password").fill(passwords["alice"])
     page.get_by_test_id("login").click()
     expect(page.get_by_test_id("conversation-list")).to_be_visible()
     expect(page.get_by_role("heading", name="Your conversations")).to_be_visible()
@@ -113,9 +113,8 @@ def test_login_form_leads_to_the_list_and_the_profile_picker_starts_a_demo_chat(
     expect(page.locator("#transcript-empty")).to_be_visible()
 
     page.goto("/")
-    expect(page.get_by_test_id("conversation-row").filter(has_text="First e2e chat")).to_have_count(
-        1
-    )
+    rows = page.get_by_test_id("conversation-row")
+    expect(rows.filter(has_text="First e2e chat")).to_have_count(1)
     page.get_by_test_id("logout").click()
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
     expect(page.get_by_test_id("login")).to_be_visible()
@@ -135,7 +134,7 @@ def test_answer_streams_with_thinking_and_ends_as_the_demo_echo(
     wait_until_idle(alice, 1)
 
     shown = shown_answers(alice)
-    partials = [text for text in shown if text != full]
+    partials = {text for text in shown if text != full}
     assert len(partials) >= 2, f"the answer did not grow in steps: {shown}"
     assert all(full.startswith(text) for text in shown), shown
     assert shown[-1] == full
@@ -158,7 +157,8 @@ def test_usage_and_context_meter_count_tokens_after_a_reply(alice: Page) -> None
     wait_until_idle(alice, 1)
 
     usage = alice.get_by_test_id("usage")
-    expect(usage).not_to_have_attribute("data-total", "0")
+    # Usage frames come before `finish`: no long wait once the reply is done.
+    expect(usage).not_to_have_attribute("data-total", "0", timeout=3_000)
     assert int(usage.get_attribute("data-total")) > 0
     expect(usage.locator(".usage-total")).not_to_have_text("0")
     meter = alice.get_by_test_id("context-meter")
@@ -258,21 +258,23 @@ def test_enter_sends_and_shift_enter_adds_a_line_without_horizontal_scroll_at_36
     new_chat(page)
     assert no_horizontal_scroll(page), "the empty chat scrolls sideways at 360 px"
 
+    # A long unbroken word too: it must wrap, not widen the page.
+    second = "https://example.com/" + "averylongunbrokenpathsegment" * 4
     box = page.get_by_test_id("message-input")
     box.click()
-    box.type("first line")
+    page.keyboard.type("first line")
     box.press("Shift+Enter")
-    box.type("second line")
-    expect(box).to_have_value("first line\nsecond line")
+    page.keyboard.insert_text(second)
+    expect(box).to_have_value(f"first line\n{second}")
     expect(page.locator("#transcript > .msg-user")).to_have_count(0)  # nothing was sent
 
     box.press("Enter")
     expect(box).to_have_value("")
     user = page.locator("#transcript > .msg-user")
     expect(user).to_have_count(1)
-    assert user.locator(".msg-body").text_content() == "first line\nsecond line"
+    assert user.locator(".msg-body").text_content() == f"first line\n{second}"
     # pre-wrap: the newline is shown as a line break, not folded into a space.
-    assert user.locator(".msg-body").inner_text() == "first line\nsecond line"
+    assert user.locator(".msg-body").inner_text().startswith("first line\nhttps://")
 
     expect(page.get_by_test_id("stop")).to_be_visible()
     assert no_horizontal_scroll(page), "the streaming chat scrolls sideways at 360 px"

@@ -146,13 +146,21 @@ async def test_send_while_busy_gets_a_busy_frame(user, conversation, demo, manag
     await socket.disconnect()
 
 
-async def test_anonymous_and_other_users_are_refused(user, other, conversation, manager):
+async def test_anonymous_and_other_users_are_refused_with_a_close_code(
+    user, other, conversation, manager
+):
     from django.contrib.auth.models import AnonymousUser
 
-    _, code = await connect(AnonymousUser(), conversation, expect=False)
-    assert code == 4401
-    _, code = await connect(other, conversation, expect=False)
-    assert code == 4403
+    for who, code in ((AnonymousUser(), 4401), (other, 4403)):
+        communicator = WebsocketCommunicator(
+            application(), f"/ws/conversations/{conversation.id}/", headers=ORIGIN
+        )
+        communicator.scope["user"] = who
+        await communicator.connect()
+        assert await communicator.receive_output(timeout=5) == {
+            "type": "websocket.close",
+            "code": code,
+        }
 
 
 async def test_foreign_origin_is_refused(user, conversation, manager):
