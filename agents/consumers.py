@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -12,10 +13,10 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from conversations.models import Conversation
+from conversations.models import Conversation, Run
 
 from .frames import FrameError, parse_client_frame
-from .runs import Busy, RunManager, group_name, run_manager, section_payload
+from .runs import Busy, RunManager, group_name, is_shared, run_manager, section_payload
 from .runtime.session import NoProfileError
 
 __all__ = ["ChatConsumer"]
@@ -24,11 +25,18 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+# How long a joining socket waits for another process to describe its in-flight run.
+JOIN_TIMEOUT = 2.0
 
 
 @database_sync_to_async
 def _owns(user_id: int, conversation_id: str) -> bool:
     return Conversation.objects.filter(id=conversation_id, owner_id=user_id).exists()
+
+
+@database_sync_to_async
+def _running(conversation_id: str) -> bool:
+    return Run.objects.filter(conversation_id=conversation_id, status="running").exists()
 
 
 @database_sync_to_async
@@ -89,7 +97,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         active = self.manager.active(self.conversation_id)
         # The run snapshot is taken before the database read: anything committed in between
         # arrives twice at worst (clients de-duplicate by message id), never not at all.
-        run = active.snapshot() if active is not None else None
+        run = active.snapshot() if active is not None else await self._remote_snapshot()
+        # Frames of that run from other processes up to its ``seq`` are in the snapshot.
+        self._baseline = (run["id"], run["seq"]) if run is not None else None
         try:
             state = await _state(self.user, self.conversation_id)
         except (Http404, PermissionDenied):
@@ -151,8 +161,34 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def on_resync(self, frame: Any) -> None:
         await self._send_state()
 
+    async def _remote_snapshot(self) -> dict[str, Any] | None:
+        """Ask the process running this conversation's answer for its in-flight snapshot."""
+        layer = self.channel_layer
+        if not is_shared(layer) or not await _running(self.conversation_id):
+            return None
+        reply = await layer.new_channel()
+        await layer.group_send(
+            self.group, {"type": "run.join", "conversation": self.conversation_id, "reply": reply}
+        )
+        try:
+            message = await asyncio.wait_for(layer.receive(reply), JOIN_TIMEOUT)
+        except TimeoutError:
+            return None
+        return message.get("snapshot")
+
     async def run_frame(self, event: dict[str, Any]) -> None:
         """A frame from a run in another process (this process's frames come directly)."""
         if event.get("origin") == self.manager.origin:
             return
-        await self.send_json(event["frame"])
+        frame = event["frame"]
+        baseline = getattr(self, "_baseline", None)
+        stale = (
+            baseline is not None
+            and frame.get("run") == baseline[0]
+            and (frame.get("seq") or 0) <= baseline[1]
+        )
+        if not stale:
+            await self.send_json(frame)
+
+    async def run_join(self, event: dict[str, Any]) -> None:
+        """Another socket's snapshot request: the run manager answers it, not sockets."""

@@ -43,6 +43,7 @@ __all__ = [
     "Busy",
     "RunManager",
     "group_name",
+    "is_shared",
     "recover_interrupted",
     "section_payload",
     "run_manager",
@@ -55,6 +56,11 @@ CHECKPOINT_SECONDS = 1.0
 MANUAL_KEEP = 2
 TITLE_LENGTH = 60
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def is_shared(layer: Any) -> bool:
+    """Whether ``layer`` reaches other processes (the in-memory layer does not)."""
+    return layer is not None and type(layer).__name__ != "InMemoryChannelLayer"
 
 
 def group_name(conversation_id: str) -> str:
@@ -295,6 +301,9 @@ class RunManager:
         self._outbox: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
         self._publisher: asyncio.Task[None] | None = None
         self.committed_ids: dict[str, set[str]] = {}
+        # This process's channel on the shared layer, for snapshot requests (joins).
+        self._control: str | None = None
+        self._control_task: asyncio.Task[None] | None = None
 
     # -- subscribers --------------------------------------------------------------------------
 
@@ -330,7 +339,7 @@ class RunManager:
         outbox = self._outbox
         assert outbox is not None
         layer = get_channel_layer()
-        shared = layer is not None and type(layer).__name__ != "InMemoryChannelLayer"
+        shared = is_shared(layer)
         while True:
             conversation_id, frame = await outbox.get()
             for subscriber in list(self._subscribers.get(conversation_id, ())):
@@ -388,6 +397,7 @@ class RunManager:
                 lambda section: active.emit("compaction", section=section_payload(section)),
             )
             self._runs[conversation_id] = active
+            await self._listen(conversation_id)
         finally:
             self._starting.discard(conversation_id)
         user_payload = await sync_to_async(_committed_payload)([message])
@@ -427,6 +437,42 @@ class RunManager:
     def release(self, conversation_id: str, active: ActiveRun) -> None:
         if self._runs.get(conversation_id) is active:
             del self._runs[conversation_id]
+            if self._control is not None:
+                layer = get_channel_layer()
+                asyncio.get_running_loop().create_task(
+                    layer.group_discard(group_name(conversation_id), self._control)
+                )
+
+    # -- joins from other processes -----------------------------------------------------------
+
+    async def _listen(self, conversation_id: str) -> None:
+        """Answer snapshot requests for this run from sockets in other processes."""
+        layer = get_channel_layer()
+        if not is_shared(layer):
+            return
+        if self._control is None:
+            self._control = await layer.new_channel()
+            self._control_task = asyncio.get_running_loop().create_task(self._answer(layer))
+        await layer.group_add(group_name(conversation_id), self._control)
+
+    async def _answer(self, layer: Any) -> None:
+        channel = self._control
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a flaky layer must not end the listener
+                logger.warning("channel layer receive failed", exc_info=True)
+                await asyncio.sleep(1)
+                continue
+            if message.get("type") != "run.join":
+                continue
+            active = self._runs.get(str(message.get("conversation")))
+            if active is not None:
+                await layer.send(
+                    message["reply"], {"type": "run.snapshot", "snapshot": active.snapshot()}
+                )
 
     async def wait(self, conversation_id: str) -> None:
         """Wait for the conversation's run (if any) to settle."""

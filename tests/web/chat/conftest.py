@@ -43,3 +43,14 @@ def scripted_profile(slug: str, **fields) -> AgentProfile:
     profile.full_clean()
     profile.save()
     return profile
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """A channel layer per test: each test has its own event loop, and channels-redis keeps
+    loop-bound locks inside a layer instance."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()

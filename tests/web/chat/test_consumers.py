@@ -187,6 +187,18 @@ async def test_foreign_origin_is_refused(user, conversation, manager):
         (json.dumps({"type": "send", "content": "x", "images": "aGk="}), "invalid"),
         (json.dumps({"type": "compact", "focus": 3}), "invalid"),
     ],
+    ids=[
+        "not-json",
+        "not-object",
+        "unknown-type",
+        "send-without-content",
+        "blank-content",
+        "oversized-content",
+        "bad-base64",
+        "not-an-image",
+        "images-not-list",
+        "focus-not-string",
+    ],
 )
 async def test_bad_frames_get_an_error_frame_and_store_nothing(
     user, conversation, manager, payload, code
@@ -269,5 +281,44 @@ async def test_a_run_in_another_process_reaches_the_socket_through_redis(
         assert "token" in [f["type"] for f in frames]
         await elsewhere.wait(str(conversation.id))
         await socket.disconnect()
+    finally:
+        channel_layers.backends.clear()
+
+
+@pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
+async def test_joining_mid_run_across_processes_gets_a_snapshot_then_the_rest(
+    user, conversation, demo, manager, settings
+):
+    import os
+
+    from channels.layers import channel_layers
+
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.01}
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [os.environ["REDIS_URL"]], "capacity": 10_000},
+        }
+    }
+    channel_layers.backends.clear()
+    try:
+        elsewhere = RunManager()  # the run lives in "another process"
+        watcher, _ = await connect(user, conversation)
+        await elsewhere.start(
+            user_id=user.id, conversation_id=str(conversation.id), content="cross process join"
+        )
+        seen = []
+        while len([f for f in seen if f["type"] == "token"]) < 3:
+            seen.append(await watcher.receive_json_from(timeout=5))
+        late, state = await connect(user, conversation)
+        run = state["run"]
+        assert run is not None and run["content"]
+        rest = await frames_until(late, "finish", timeout=10)
+        assert [f["seq"] for f in rest] == list(range(run["seq"] + 1, run["seq"] + 1 + len(rest)))
+        tokens_after = "".join(f["content"] for f in rest if f["type"] == "token")
+        assert run["content"] + tokens_after == rest[-1]["result"]["content"]
+        await elsewhere.wait(str(conversation.id))
+        await watcher.disconnect()
+        await late.disconnect()
     finally:
         channel_layers.backends.clear()
