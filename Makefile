@@ -31,7 +31,7 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt $(VENV)/.runtime
 run: $(VENV)/.runtime
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) orkestrel.asgi:application
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) --websocket-max-message-size 33554432 orkestrel.asgi:application
 
 test: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -16,7 +16,15 @@ from django.http import Http404
 from conversations.models import Conversation, Run
 
 from .frames import FrameError, parse_client_frame
-from .runs import Busy, RunManager, group_name, is_shared, run_manager, section_payload
+from .runs import (
+    Busy,
+    RunManager,
+    group_name,
+    is_shared,
+    join_group,
+    run_manager,
+    section_payload,
+)
 from .runtime.session import NoProfileError
 
 __all__ = ["ChatConsumer"]
@@ -168,7 +176,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return None
         reply = await layer.new_channel()
         await layer.group_send(
-            self.group, {"type": "run.join", "conversation": self.conversation_id, "reply": reply}
+            join_group(self.conversation_id),
+            {"type": "run.join", "conversation": self.conversation_id, "reply": reply},
         )
         try:
             message = await asyncio.wait_for(layer.receive(reply), JOIN_TIMEOUT)
@@ -176,19 +185,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return None
         return message.get("snapshot")
 
-    async def run_frame(self, event: dict[str, Any]) -> None:
-        """A frame from a run in another process (this process's frames come directly)."""
+    async def run_frames(self, event: dict[str, Any]) -> None:
+        """Frames of a run in another process (this process's frames come directly)."""
         if event.get("origin") == self.manager.origin:
             return
-        frame = event["frame"]
         baseline = getattr(self, "_baseline", None)
-        stale = (
-            baseline is not None
-            and frame.get("run") == baseline[0]
-            and (frame.get("seq") or 0) <= baseline[1]
-        )
-        if not stale:
-            await self.send_json(frame)
-
-    async def run_join(self, event: dict[str, Any]) -> None:
-        """Another socket's snapshot request: the run manager answers it, not sockets."""
+        for frame in event["frames"]:
+            stale = (
+                baseline is not None
+                and frame.get("run") == baseline[0]
+                and (frame.get("seq") or 0) <= baseline[1]
+            )
+            if not stale:
+                await self.send_json(frame)

@@ -43,6 +43,7 @@ __all__ = [
     "Busy",
     "RunManager",
     "group_name",
+    "join_group",
     "is_shared",
     "recover_interrupted",
     "section_payload",
@@ -64,8 +65,13 @@ def is_shared(layer: Any) -> bool:
 
 
 def group_name(conversation_id: str) -> str:
-    """The channel-layer group of one conversation."""
+    """The channel-layer group of one conversation's sockets."""
     return f"conversation.{conversation_id}"
+
+
+def join_group(conversation_id: str) -> str:
+    """The group of the process running the conversation's answer (snapshot requests)."""
+    return f"conversation.{conversation_id}.join"
 
 
 class Busy(RuntimeError):
@@ -81,8 +87,9 @@ class ActiveRun:
     run_id: int
     conversation_id: str
     seq: int = 0
-    content: str = ""
-    thinking: str = ""
+    # The in-flight answer and reasoning as parts, joined on demand (linear in length).
+    answer: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
     tools: list[dict[str, Any]] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     # The conversation's cumulative usage, as of the start of the run plus this run's calls.
@@ -91,6 +98,15 @@ class ActiveRun:
     _thoughts: list[str] = field(default_factory=list)
     _flush: asyncio.TimerHandle | None = None
     _checkpointed: float = 0.0
+    _saving: asyncio.Task[None] | None = None
+
+    @property
+    def content(self) -> str:
+        return _joined(self.answer)
+
+    @property
+    def thinking(self) -> str:
+        return _joined(self.reasoning)
 
     def snapshot(self) -> dict[str, Any]:
         """The in-flight answer exactly as of ``seq``.
@@ -151,11 +167,11 @@ class ActiveRun:
             async for chunk in stream.events:
                 kind = type(chunk)
                 if kind is TokenChunk:
-                    self.content += chunk.content
+                    self.answer.append(chunk.content)
                     self._tokens.append(chunk.content)
                     self._schedule_flush()
                 elif kind is ThinkChunk:
-                    self.thinking += chunk.content
+                    self.reasoning.append(chunk.content)
                     self._thoughts.append(chunk.content)
                     self._schedule_flush()
                 elif kind is ToolChunk:
@@ -164,7 +180,7 @@ class ActiveRun:
                     self.emit("tool", **payload)
                     # The assistant turn with its calls and this tool message are now final.
                     await self._commit()
-                    self.content = ""
+                    self.answer.clear()
                 elif kind is UsageChunk:
                     self.total = self.total + chunk.usage
                     self.emit(
@@ -174,7 +190,7 @@ class ActiveRun:
                         context=self._context(),
                     )
                 if time.monotonic() - self._checkpointed >= CHECKPOINT_SECONDS:
-                    await self._checkpoint()
+                    self._checkpoint()
             result = await stream.result
         except Exception as caught:
             error = caught
@@ -201,11 +217,22 @@ class ActiveRun:
             self.emit("committed", messages=payload)
         return []
 
-    async def _checkpoint(self) -> None:
+    def _checkpoint(self) -> None:
+        """Save the in-flight answer in the background (one save in flight per run).
+
+        Awaiting it here would stall this run's stream behind every other run's database work.
+        """
+        if self._saving is not None and not self._saving.done():
+            return
         self._checkpointed = time.monotonic()
-        await sync_to_async(_save_checkpoint)(self.run_id, self.content, self.thinking)
+        self._saving = asyncio.get_running_loop().create_task(
+            sync_to_async(_save_checkpoint)(self.run_id, self.content, self.thinking)
+        )
 
     async def _settle(self, result: AgentResult | None, error: BaseException | None) -> None:
+        if self._saving is not None:
+            # The final write below must land after the last checkpoint, never before it.
+            await asyncio.gather(self._saving, return_exceptions=True)
         try:
             if result is not None:
                 await self._commit(result.usage)
@@ -234,6 +261,12 @@ def section_payload(section: Any) -> dict[str, Any]:
         "summary": section.summary,
         "messages": [{"id": m.id, "role": m.role, "content": m.content} for m in section.messages],
     }
+
+
+def _joined(parts: list[str]) -> str:
+    if len(parts) > 1:
+        parts[:] = ["".join(parts)]
+    return parts[0] if parts else ""
 
 
 def _reason(reason: object) -> str:
@@ -301,6 +334,10 @@ class RunManager:
         self._outbox: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
         self._publisher: asyncio.Task[None] | None = None
         self.committed_ids: dict[str, set[str]] = {}
+        # Frames waiting for the shared layer, by conversation, and the task that sends them.
+        self._remote: dict[str, list[dict[str, Any]]] = {}
+        self._relay_wake = asyncio.Event()
+        self._relay: asyncio.Task[None] | None = None
         # This process's channel on the shared layer, for snapshot requests (joins).
         self._control: str | None = None
         self._control_task: asyncio.Task[None] | None = None
@@ -338,8 +375,7 @@ class RunManager:
     async def _publish_loop(self) -> None:
         outbox = self._outbox
         assert outbox is not None
-        layer = get_channel_layer()
-        shared = is_shared(layer)
+        shared = is_shared(get_channel_layer())
         while True:
             conversation_id, frame = await outbox.get()
             for subscriber in list(self._subscribers.get(conversation_id, ())):
@@ -348,14 +384,32 @@ class RunManager:
                 except Exception:  # noqa: BLE001 - one broken socket must not stop the others
                     logger.debug("dropping frame for a closed subscriber", exc_info=True)
             if shared:
-                try:
-                    await layer.group_send(
-                        group_name(conversation_id),
-                        {"type": "run.frame", "origin": self.origin, "frame": frame},
-                    )
-                except Exception:  # noqa: BLE001 - the layer being down must not stop runs
-                    logger.warning("channel layer publish failed", exc_info=True)
+                self._remote.setdefault(conversation_id, []).append(frame)
+                self._relay_wake.set()
+                if self._relay is None or self._relay.done():
+                    self._relay = asyncio.get_running_loop().create_task(self._relay_loop())
             outbox.task_done()
+
+    async def _relay_loop(self) -> None:
+        """Send frames to other processes in batches, one message per conversation per wake.
+
+        Local sockets never wait for this: the shared layer is slower than a socket write.
+        """
+        layer = get_channel_layer()
+        while True:
+            await self._relay_wake.wait()
+            self._relay_wake.clear()
+            batches, self._remote = self._remote, {}
+            sends = [
+                layer.group_send(
+                    group_name(conversation_id),
+                    {"type": "run.frames", "origin": self.origin, "frames": frames},
+                )
+                for conversation_id, frames in batches.items()
+            ]
+            for outcome in await asyncio.gather(*sends, return_exceptions=True):
+                if isinstance(outcome, Exception):
+                    logger.warning("channel layer publish failed: %s", outcome)
 
     async def drain(self) -> None:
         """Wait until every queued frame was delivered (tests and shutdown)."""
@@ -440,7 +494,7 @@ class RunManager:
             if self._control is not None:
                 layer = get_channel_layer()
                 asyncio.get_running_loop().create_task(
-                    layer.group_discard(group_name(conversation_id), self._control)
+                    layer.group_discard(join_group(conversation_id), self._control)
                 )
 
     # -- joins from other processes -----------------------------------------------------------
@@ -453,7 +507,7 @@ class RunManager:
         if self._control is None:
             self._control = await layer.new_channel()
             self._control_task = asyncio.get_running_loop().create_task(self._answer(layer))
-        await layer.group_add(group_name(conversation_id), self._control)
+        await layer.group_add(join_group(conversation_id), self._control)
 
     async def _answer(self, layer: Any) -> None:
         channel = self._control

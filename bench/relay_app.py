@@ -10,6 +10,9 @@ each carrying the server's ``time.monotonic()`` at the moment it is yielded. Any
 The swap replaces ``agents.runtime.providers.create_demo_provider``, the one name
 ``provider_for`` calls for ``scripted`` endpoints; the app has no registry of provider
 factories yet (see ``bench/README.md``). Never import this module from the app.
+
+Environment, set by ``bench/relay.py``: ``RELAY_SAMPLE`` (a file: sample every thread's stack
+and write a summary there at exit) and ``RELAY_CHECKPOINT_SECONDS`` (a what-if for diagnosis).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orkestrel.settings")
 django.setup()
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from agents.runtime import providers as _providers  # noqa: E402
 from orkestrel.core import (  # noqa: E402
@@ -110,6 +114,69 @@ def create_relay_provider(delay: float = 0.03, name: str = "demo") -> Provider:
     return StampedProvider(_create_demo_provider(delay=delay, name=name), name)
 
 
+def sample_stacks(path: str, every: float = 0.002) -> None:
+    """Sample every thread's stack from a daemon thread; write a summary at exit.
+
+    A poor man's sampling profiler (cProfile on 3.12+ traces every thread and slows the
+    server several times over). Taking a sample needs the GIL, so a thread waiting to get the
+    GIL back after a system call shows at that call: the shares of ``selectors.py:modify``,
+    socket writes and ``select`` include GIL waits, not only kernel time.
+    """
+    import atexit
+    import collections
+    import sys
+    import threading
+
+    main = threading.main_thread().ident
+    counts: dict[str, collections.Counter[str]] = {
+        "loop": collections.Counter(),
+        "worker": collections.Counter(),
+    }
+    totals: collections.Counter[str] = collections.Counter()
+
+    def frames(frame: object) -> list[str]:
+        names = []
+        while frame is not None:
+            code = frame.f_code  # type: ignore[attr-defined]
+            where = code.co_filename.split("site-packages/")[-1].removeprefix(str(ROOT) + "/")
+            names.append(f"{where}:{code.co_name}")
+            frame = frame.f_back  # type: ignore[attr-defined]
+        return names
+
+    def run() -> None:
+        me = threading.get_ident()
+        while True:
+            time.sleep(every)
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                kind = "loop" if ident == main else "worker"
+                names = frames(frame)
+                if kind == "worker" and names[0].endswith("futures/thread.py:_worker"):
+                    continue  # an idle executor thread waiting for work
+                totals[kind] += 1
+                counts[kind].update(set(names))
+                counts[kind][f"LEAF {names[0]}"] += 1
+
+    def report() -> None:
+        with open(path, "w") as out:
+            for kind, counter in counts.items():
+                total = totals[kind] or 1
+                out.write(f"== {kind} thread: {totals[kind]} busy samples (inclusive share)\n")
+                for name, count in counter.most_common(70):
+                    out.write(f"{count / total:6.1%}  {name}\n")
+
+    atexit.register(report)
+    threading.Thread(target=run, name="relay-sampler", daemon=True).start()
+
+
 _providers.create_demo_provider = create_relay_provider
+if os.environ.get("RELAY_CHECKPOINT_SECONDS"):
+    # A what-if for diagnosis only (``bench/relay.py --checkpoint``), never the default.
+    from agents import runs as _runs
+
+    _runs.CHECKPOINT_SECONDS = float(os.environ["RELAY_CHECKPOINT_SECONDS"])
+if os.environ.get("RELAY_SAMPLE"):
+    sample_stacks(os.environ["RELAY_SAMPLE"])
 
 from orkestrel.asgi import application  # noqa: E402

@@ -8,6 +8,8 @@ the model reads, so both guards speak by raising, with messages a model can act 
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,6 +57,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=256)
+def _validator(schema: str) -> Draft202012Validator:
+    """Check and compile a schema once per process (tools are rebuilt on every run)."""
+    parsed = json.loads(schema)
+    Draft202012Validator.check_schema(parsed)
+    return Draft202012Validator(parsed)
+
+
 def guard_tool(tool: Tool, *, timeout: float | None = None) -> Tool:
     """A copy of ``tool`` whose handler validates arguments first and runs under ``timeout``.
 
@@ -66,9 +76,7 @@ def guard_tool(tool: Tool, *, timeout: float | None = None) -> Tool:
         raise ValueError(f"timeout must be > 0 seconds, not {timeout!r}")
     validator: Draft202012Validator | None = None
     if tool.parameters is not None:
-        schema = _plain(tool.parameters)
-        Draft202012Validator.check_schema(schema)
-        validator = Draft202012Validator(schema)
+        validator = _validator(json.dumps(_plain(tool.parameters), sort_keys=True))
 
     async def execute(arguments: Mapping[str, Any]) -> Any:
         if validator is not None:

@@ -24,7 +24,6 @@ from .chunks import (
     UsageChunk,
 )
 from .errors import ProviderAbortError
-from .estimate import estimate_tokens
 from .messages import Message, ToolCall, ToolResult, mint_id
 from .provider import (
     ContentDelta,
@@ -74,12 +73,27 @@ class Run:
         self.budget = budget
         self.window = window
         self.options = options
-        self.content = ""
+        # The current answer as parts: joining on demand keeps a long answer linear.
+        self.parts: list[str] = []
         self.thinking: list[str] = []
         self.usage: TokenUsage | None = None
         self.futile = False
         self.committed = False
         self.conversation: Conversation = agent.context.messages
+
+    @property
+    def content(self) -> str:
+        """The current turn's answer so far."""
+        parts = self.parts
+        if len(parts) > 1:
+            joined = "".join(parts)
+            parts[:] = [joined]
+            return joined
+        return parts[0] if parts else ""
+
+    @content.setter
+    def content(self, value: str) -> None:
+        self.parts = [value] if value else []
 
     # -- settle ------------------------------------------------------------------------------
 
@@ -192,7 +206,8 @@ class Run:
         push = self.channel.push
         budget = self.budget
         charged = 0
-        content = ""
+        length = 0
+        parts = self.parts = []
         result: ProviderResult | None = None
         stream = self.agent.provider.stream(messages, self.signal, definitions, self.options)
         finished = False
@@ -203,11 +218,11 @@ class Run:
                     text = item.text  # type: ignore[union-attr]
                     if not text:
                         continue
-                    content += text
-                    self.content = content
+                    parts.append(text)
+                    length += len(text)
                     push(TokenChunk(text))
                     if budget is not None:
-                        estimate = estimate_tokens(content)
+                        estimate = -(-length // 4)  # estimate_tokens without the join
                         if estimate > charged:
                             increment = estimate - charged
                             charged = estimate
@@ -220,8 +235,8 @@ class Run:
                 elif isinstance(item, ContentDelta | ThinkingDelta):
                     # Subclasses of the delta types (rare): route by their declared channel.
                     if item.type == "content":
-                        content += item.text
-                        self.content = content
+                        parts.append(item.text)
+                        length += len(item.text)
                         push(TokenChunk(item.text))
                     elif item.text:
                         push(ThinkChunk(item.text))
@@ -240,7 +255,7 @@ class Run:
                 await _close(stream)
         if result is None:
             # A provider that never yielded its result: assemble one from what streamed.
-            result = ProviderResult(content=content)
+            result = ProviderResult(content=self.content)
         if result.thinking:
             self.thinking.append(result.thinking)
         if result.usage is not None:

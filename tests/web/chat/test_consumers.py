@@ -266,7 +266,10 @@ async def test_a_run_in_another_process_reaches_the_socket_through_redis(
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]], "capacity": 10_000},
+            "CONFIG": {
+                "hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": None}],
+                "capacity": 10_000,
+            },
         }
     }
     channel_layers.backends.clear()
@@ -297,7 +300,10 @@ async def test_joining_mid_run_across_processes_gets_a_snapshot_then_the_rest(
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]], "capacity": 10_000},
+            "CONFIG": {
+                "hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": None}],
+                "capacity": 10_000,
+            },
         }
     }
     channel_layers.backends.clear()
