@@ -13,14 +13,16 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import transaction
 from django.utils import timezone
 
 from conversations.models import Conversation, Run
+from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
     AgentResult,
     Message,
@@ -29,11 +31,12 @@ from orkestrel.core import (
     TokenUsage,
     ToolChunk,
     UsageChunk,
+    create_conversation,
     mint_id,
 )
 
 from .frames import result_payload, tool_payload
-from .runtime.session import ChatSession
+from .runtime.session import ChatSession, LoadedSession, load_session
 from .runtime.summarizer import make_summarizer
 
 __all__ = [
@@ -323,6 +326,22 @@ def _start_run(conversation_id: str, content: str) -> tuple[int, TokenUsage]:
     return run.id, TokenUsage(prompt, completion, total)
 
 
+def _prepare_run(
+    conversation_id: str, user_id: int, message: Message
+) -> tuple[LoadedSession, int, TokenUsage, dict[str, Any]]:
+    """Load the session, store the user message and open the ``Run`` row, in one transaction."""
+    loaded = load_session(conversation_id, user_id)
+    snapshot = loaded.conversation or {"id": conversation_id, "sections": [], "messages": []}
+    conversation = create_conversation(snapshot=snapshot)
+    conversation.add(message)
+    stored = conversation.snapshot()
+    with transaction.atomic():
+        DjangoConversationStore(owner=user_id).set_sync(stored)
+        run_id, usage = _start_run(conversation_id, message.content)
+    payload = _committed_payload([message])[0]
+    return replace(loaded, conversation=stored), run_id, usage, payload
+
+
 class RunManager:
     """Every run of this process, keyed by conversation; at most one run per conversation."""
 
@@ -432,13 +451,12 @@ class RunManager:
             raise Busy("a reply is still running in this conversation")
         self._starting.add(conversation_id)
         try:
-            session = await ChatSession.open(conversation_id, user_id)
-            message = session.agent.context.messages.add(
-                Message(mint_id(), "user", content, images=images or None)
+            message = Message(mint_id(), "user", content, images=images or None)
+            # One database hop: load everything, make the user message durable, open the run.
+            loaded, run_id, usage, user_payload = await sync_to_async(_prepare_run)(
+                conversation_id, user_id, message
             )
-            # The accepted message is durable before anything else happens.
-            await session.commit()
-            run_id, usage = await sync_to_async(_start_run)(conversation_id, content)
+            session = await ChatSession.from_loaded(loaded)
             session.run_id = run_id
             self.committed_ids[conversation_id] = {
                 m.id for m in session.agent.context.messages.messages()
@@ -454,8 +472,7 @@ class RunManager:
             await self._listen(conversation_id)
         finally:
             self._starting.discard(conversation_id)
-        user_payload = await sync_to_async(_committed_payload)([message])
-        active.emit("started", message=user_payload[0], nonce=nonce)
+        active.emit("started", message=user_payload, nonce=nonce)
         active.task = asyncio.get_running_loop().create_task(active.drive())
         return active
 

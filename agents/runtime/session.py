@@ -39,7 +39,14 @@ from .registry import ToolContext
 from .summarizer import make_summarizer
 from .toolset import build_tool_manager
 
-__all__ = ["ChatSession", "NoProfileError", "RuntimeSpec", "load_spec"]
+__all__ = [
+    "ChatSession",
+    "LoadedSession",
+    "NoProfileError",
+    "RuntimeSpec",
+    "load_session",
+    "load_spec",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +133,25 @@ class DecisionLog:
         return pending
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedSession:
+    """A session's rows and stored snapshots, read in one synchronous step."""
+
+    spec: RuntimeSpec
+    conversation: Mapping[str, Any] | None
+    workspace: Mapping[str, Any] | None
+
+
+def load_session(conversation_id: str, user_id: int) -> LoadedSession:
+    """``load_spec`` plus the conversation's and workspace's stored snapshots."""
+    spec = load_spec(conversation_id, user_id)
+    return LoadedSession(
+        spec,
+        DjangoConversationStore(owner=user_id).get_sync(spec.conversation_id),
+        DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id),
+    )
+
+
 class ChatSession:
     """The live agent of one conversation plus what persists it."""
 
@@ -179,12 +205,29 @@ class ChatSession:
 
     @classmethod
     async def open(cls, conversation_id: str, user_id: int) -> ChatSession:
-        """Build the session for a conversation the user owns."""
-        spec = await sync_to_async(load_spec)(conversation_id, user_id)
-        return await cls.build(spec)
+        """Build the session for a conversation the user owns (one database hop)."""
+        loaded = await sync_to_async(load_session)(conversation_id, user_id)
+        return await cls.from_loaded(loaded)
 
     @classmethod
-    async def build(cls, spec: RuntimeSpec) -> ChatSession:
+    async def from_loaded(cls, loaded: LoadedSession) -> ChatSession:
+        return await cls.build(
+            loaded.spec,
+            conversation=loaded.conversation,
+            workspace=loaded.workspace,
+            preloaded=True,
+        )
+
+    @classmethod
+    async def build(
+        cls,
+        spec: RuntimeSpec,
+        *,
+        conversation: Mapping[str, Any] | None = None,
+        workspace: Mapping[str, Any] | None = None,
+        preloaded: bool = False,
+    ) -> ChatSession:
+        """Build the live agent; with ``preloaded`` the snapshots were read already."""
         profile = spec.profile
         provider = provider_for(spec.endpoint, profile.model_name)
         conversations = ConversationManager(
@@ -193,10 +236,18 @@ class ChatSession:
             sections=profile.sections_cap,
             store=DjangoConversationStore(owner=spec.user_id),
         )
-        if await conversations.open(spec.conversation_id) is None:
+        if not preloaded:
+            conversation = await conversations.store.get(spec.conversation_id)
+        if conversation is not None:
+            conversations.add(snapshot=conversation)
+        else:
             conversations.add(id=spec.conversation_id)
         workspaces = WorkspaceManager(store=DjangoWorkspaceStore(owner=spec.user_id))
-        if await workspaces.open(spec.workspace_id) is None:
+        if not preloaded:
+            workspace = await workspaces.store.get(spec.workspace_id)
+        if workspace is not None:
+            workspaces.add(id=spec.workspace_id, seed=workspace["files"])
+        else:
             workspaces.add(id=spec.workspace_id)
         instructions = InstructionManager()
         if spec.instructions:

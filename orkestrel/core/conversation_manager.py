@@ -49,6 +49,11 @@ class ConversationManager:
         return len(self._conversations)
 
     @property
+    def store(self) -> ConversationStore | None:
+        """The store behind ``open`` / ``save`` (``None`` when there is none)."""
+        return self._store
+
+    @property
     def active(self) -> Conversation | None:
         """The active conversation, looked up live (``None`` when there is none)."""
         return self._conversations.get(self._active) if self._active is not None else None
