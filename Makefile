@@ -36,7 +36,8 @@ run: $(VENV)/.runtime
 test: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	# Tests open and drop databases: no connection may outlive its test.
+	CONN_MAX_AGE=0 $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
