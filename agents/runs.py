@@ -311,7 +311,7 @@ def _finish_run(run_id: int, status: str, result: AgentResult | None, error: str
     Run.objects.filter(id=run_id).update(**fields)
 
 
-def _start_run(conversation_id: str, content: str) -> tuple[int, TokenUsage]:
+def _start_run(conversation_id: str, content: str) -> tuple[int, TokenUsage, str]:
     run = Run.objects.create(
         conversation_id=conversation_id, status="running", started=timezone.now()
     )
@@ -320,15 +320,15 @@ def _start_run(conversation_id: str, content: str) -> tuple[int, TokenUsage]:
     title = " ".join(content.split())[:TITLE_LENGTH]
     if title:
         Conversation.objects.filter(id=conversation_id, title="").update(title=title)
-    prompt, completion, total = Conversation.objects.filter(id=conversation_id).values_list(
-        "usage_prompt", "usage_completion", "usage_total"
+    prompt, completion, total, title = Conversation.objects.filter(id=conversation_id).values_list(
+        "usage_prompt", "usage_completion", "usage_total", "title"
     )[0]
-    return run.id, TokenUsage(prompt, completion, total)
+    return run.id, TokenUsage(prompt, completion, total), title
 
 
 def _prepare_run(
     conversation_id: str, user_id: int, message: Message
-) -> tuple[LoadedSession, int, TokenUsage, dict[str, Any]]:
+) -> tuple[LoadedSession, int, TokenUsage, dict[str, Any], str]:
     """Load the session, store the user message and open the ``Run`` row, in one transaction."""
     loaded = load_session(conversation_id, user_id)
     snapshot = loaded.conversation or {"id": conversation_id, "sections": [], "messages": []}
@@ -337,9 +337,9 @@ def _prepare_run(
     stored = conversation.snapshot()
     with transaction.atomic():
         DjangoConversationStore(owner=user_id).set_sync(stored)
-        run_id, usage = _start_run(conversation_id, message.content)
+        run_id, usage, title = _start_run(conversation_id, message.content)
     payload = _committed_payload([message])[0]
-    return replace(loaded, conversation=stored), run_id, usage, payload
+    return replace(loaded, conversation=stored), run_id, usage, payload, title
 
 
 class RunManager:
@@ -453,7 +453,7 @@ class RunManager:
         try:
             message = Message(mint_id(), "user", content, images=images or None)
             # One database hop: load everything, make the user message durable, open the run.
-            loaded, run_id, usage, user_payload = await sync_to_async(_prepare_run)(
+            loaded, run_id, usage, user_payload, title = await sync_to_async(_prepare_run)(
                 conversation_id, user_id, message
             )
             session = await ChatSession.from_loaded(loaded)
@@ -472,7 +472,7 @@ class RunManager:
             await self._listen(conversation_id)
         finally:
             self._starting.discard(conversation_id)
-        active.emit("started", message=user_payload, nonce=nonce)
+        active.emit("started", message=user_payload, nonce=nonce, title=title)
         active.task = asyncio.get_running_loop().create_task(active.drive())
         return active
 

@@ -214,6 +214,11 @@ const handlers = {
     } else if (entry) {
       entry.li.remove();
     }
+    if (frame.title) {
+      // An untitled conversation is named after its first message on the server.
+      const heading = document.getElementById("chat-title");
+      if (heading) heading.textContent = frame.title;
+    }
     startLive(frame.run);
   },
   token(frame) {

@@ -184,3 +184,12 @@ async def test_an_untitled_conversation_is_named_after_its_first_message(user, f
     usage = next(f for f in frames.frames if f["type"] == "usage")
     assert usage["usage"]["total"] > 0 and usage["total"]["total"] >= usage["usage"]["total"]
     assert usage["context"]["window"] == 8000 and usage["context"]["used"] > 0
+
+
+async def test_started_frame_carries_the_conversation_title(user, fast_demo):
+    from conversations.models import Conversation
+
+    conversation = await sync_to_async(Conversation.objects.create)(owner=user, profile=fast_demo)
+    frames = await run_to_end(RunManager(), user, conversation, "Name me after this")
+    assert frames.frames[0]["type"] == "started"
+    assert frames.frames[0]["title"] == "Name me after this"
