@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+# One encoder for every frame: ``json.dumps`` with options builds a new one per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 # How long a joining socket waits for another process to describe its in-flight run.
 JOIN_TIMEOUT = 2.0
 
@@ -123,7 +125,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         live = True
 
     async def send_json(self, frame: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(frame, ensure_ascii=False, default=str))
+        await self.send(text_data=_ENCODE(frame))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
