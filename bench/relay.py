@@ -109,10 +109,10 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-def start_server(env: dict[str, str], workdir: Path) -> Server:
+def start_server(env: dict[str, str], workdir: Path, index: int = 0) -> Server:
     port = free_port()
     command = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "-v", "0"]
-    log = workdir / "server.log"
+    log = workdir / f"server-{index}.log"
     process = subprocess.Popen(
         [*command, "bench.relay_app:application"],
         cwd=ROOT,
@@ -163,17 +163,21 @@ def login(port: int, username: str, password: str) -> str:
 
 
 async def stream(
-    port: int, cookie: str, ids: list[str], count: int, interval: float, ramp: float
+    ports: int | list[int], cookie: str, ids: list[str], count: int, interval: float, ramp: float
 ) -> tuple[list[Client], float]:
-    """Open one socket per conversation, start every run (spread over ``ramp``), drain them."""
-    gate = asyncio.Semaphore(CONNECTING)
+    """Open one socket per conversation, start every run (spread over ``ramp``), drain them.
 
-    async def opened(conversation_id: str) -> Client:
+    With several server ports, conversation ``i`` is served by port ``i % len(ports)``.
+    """
+    gate = asyncio.Semaphore(CONNECTING)
+    choices = ports if isinstance(ports, list) else [ports]
+
+    async def opened(index: int, conversation_id: str) -> Client:
         async with gate:
-            return await connect(port, cookie, conversation_id)
+            return await connect(choices[index % len(choices)], cookie, conversation_id)
 
     begun = time.monotonic()
-    clients = await asyncio.gather(*(opened(cid) for cid in ids))
+    clients = await asyncio.gather(*(opened(i, cid) for i, cid in enumerate(ids)))
     start = time.monotonic()
     if len(clients) > 1:
         print(
@@ -215,16 +219,17 @@ async def throughput(port: int, cookie: str, ids: list[str], deltas: int, tick: 
 
 
 async def concurrency(
-    args: argparse.Namespace, server: Server, cookie: str, ids: list[str], tick: float
+    args: argparse.Namespace, servers: list[Server], cookie: str, ids: list[str], tick: float
 ) -> tuple[int, float]:
     count = round(args.rate * args.seconds)
     print(
         f"2. concurrency: {len(ids)} conversations x {count} deltas at {args.rate:g}/s "
         f"(starts spread over {args.ramp:g} s)"
     )
-    (loop0, rest0), cpu_client = server.cpu(), time.process_time()
-    clients, elapsed = await stream(server.port, cookie, ids, count, 1 / args.rate, args.ramp)
-    (loop1, rest1), cpu_client = server.cpu(), time.process_time() - cpu_client
+    (loop0, rest0), cpu_client = cpu(servers), time.process_time()
+    ports = [server.port for server in servers]
+    clients, elapsed = await stream(ports, cookie, ids, count, 1 / args.rate, args.ramp)
+    (loop1, rest1), cpu_client = cpu(servers), time.process_time() - cpu_client
     many = Figures()
     for client in clients:
         many.add(client, count, tick)
@@ -251,22 +256,30 @@ async def concurrency(
         f"{many.dropped} sockets closed by the server"
     )
     print(
-        f"   CPU                server loop thread {(loop1 - loop0) / elapsed:4.0%}, "
+        f"   CPU                server loop threads {(loop1 - loop0) / elapsed:4.0%}, "
         f"other threads {(rest1 - rest0) / elapsed:4.0%}, "
         f"clients {cpu_client / elapsed:4.0%} of a core ({elapsed:.1f} s wall)"
     )
     return many.lost, pct(many.latencies, 0.99)
 
 
-async def scenarios(args: argparse.Namespace, server: Server, cookie: str, setup: dict) -> bool:
-    ids, tick, port = setup["ids"], setup["tick"], server.port
+def cpu(servers: list[Server]) -> tuple[float, float]:
+    """CPU seconds of every server's event-loop threads and of their other threads."""
+    pairs = [server.cpu() for server in servers]
+    return sum(main for main, _ in pairs), sum(other for _, other in pairs)
+
+
+async def scenarios(
+    args: argparse.Namespace, servers: list[Server], cookie: str, setup: dict
+) -> bool:
+    ids, tick, port = setup["ids"], setup["tick"], servers[0].port
     await stream(port, cookie, ids[:1], 200, 0, 0)  # warm-up: imports, first queries
     print(f"tick (TICK_SECONDS) {ms(tick)}   coalescing holds a delta up to one tick by design\n")
     lost, lost_many, p99 = 0, 0, 0.0
     if args.deltas:
         lost = await throughput(port, cookie, ids[1:2], args.deltas, tick)
     if args.conversations:
-        lost_many, p99 = await concurrency(args, server, cookie, ids[2:], tick)
+        lost_many, p99 = await concurrency(args, servers, cookie, ids[2:], tick)
     ok = lost + lost_many == 0 and p99 < TARGET_P99
     verdict = "met" if ok else "MISSED"
     print(f"\ntarget: nothing lost, p99 added latency < {ms(TARGET_P99).strip()}: {verdict}")
@@ -284,6 +297,9 @@ def main() -> int:
     parser.add_argument("--redis", action="store_true", help="use the Redis channel layer")
     parser.add_argument("--database-url", default="", help="a scratch database (default: SQLite)")
     parser.add_argument("--profile", metavar="FILE", help="write a sampled server profile")
+    parser.add_argument(
+        "--servers", type=int, default=1, help="server processes sharing the database"
+    )
     what_if = parser.add_argument_group("what-ifs (diagnosis only: they change the server)")
     what_if.add_argument("--checkpoint", type=float, help="override CHECKPOINT_SECONDS")
     what_if.add_argument("--conn-max-age", type=int, help="SQLite CONN_MAX_AGE (seconds)")
@@ -307,22 +323,24 @@ def main() -> int:
         manage(env, "migrate", "--noinput")
         line = next(x for x in manage(env, "shell", "-c", SETUP).splitlines() if x[:6] == "RELAY ")
         setup = json.loads(line[6:])
-        server = start_server(env, Path(workdir))
+        servers = [start_server(env, Path(workdir), i) for i in range(max(1, args.servers))]
         try:
             database = args.database_url.split("@")[-1] if args.database_url else "SQLite file"
             layer = "Redis channel layer" if args.redis else "in-memory channel layer"
-            print(f"daphne on 127.0.0.1:{server.port}, {database}, {layer}")
+            ports = ", ".join(str(server.port) for server in servers)
+            print(f"daphne x{len(servers)} on 127.0.0.1:{ports}, {database}, {layer}")
             changed = [f"CHECKPOINT_SECONDS={args.checkpoint}"] if args.checkpoint else []
             changed += [f"CONN_MAX_AGE={args.conn_max_age}"] if query else []
             if changed:
                 print(f"WHAT-IF, not the app as shipped: {', '.join(changed)}")
-            cookie = login(server.port, env["RELAY_USER"], password)
-            ok = asyncio.run(scenarios(args, server, cookie, setup))
+            cookie = login(servers[0].port, env["RELAY_USER"], password)
+            ok = asyncio.run(scenarios(args, servers, cookie, setup))
         finally:
-            server.stop()
+            for server in servers:
+                server.stop()
             if args.redis:
                 forget_groups()
-            log = server.log.read_text()
+            log = "".join(server.log.read_text() for server in servers)
             if "Error" in log:
                 kept = Path(tempfile.gettempdir()) / "relay-server.log"
                 kept.write_text(log)
