@@ -99,7 +99,6 @@ class ActiveRun:
     total: TokenUsage = field(default_factory=TokenUsage)
     _tokens: list[str] = field(default_factory=list)
     _thoughts: list[str] = field(default_factory=list)
-    _flush: asyncio.TimerHandle | None = None
     _checkpointed: float = 0.0
     _saving: asyncio.Task[None] | None = None
 
@@ -136,9 +135,6 @@ class ActiveRun:
 
     def flush(self) -> None:
         """Send the coalesced token / think deltas as one frame each."""
-        if self._flush is not None:
-            self._flush.cancel()
-            self._flush = None
         if self._thoughts:
             text = "".join(self._thoughts)
             self._thoughts.clear()
@@ -156,42 +152,29 @@ class ActiveRun:
                 {"type": "token", "run": self.run_id, "seq": self.seq, "content": text},
             )
 
-    def _schedule_flush(self) -> None:
-        if self._flush is None:
-            self._flush = asyncio.get_running_loop().call_later(TICK_SECONDS, self.flush)
-
     async def drive(self) -> None:
-        """Run the agent to its end, publishing and committing as it goes."""
+        """Run the agent to its end, publishing and committing as it goes.
+
+        Chunks are drained in batches: after a batch with text the driver sleeps one tick and
+        sends what arrived meanwhile as one frame, so a fast stream costs a wake-up per tick,
+        not one per delta.
+        """
         session = self.session
         result: AgentResult | None = None
         error: BaseException | None = None
         try:
             stream = session.agent.stream(think=session.think)
-            async for chunk in stream.events:
-                kind = type(chunk)
-                if kind is TokenChunk:
-                    self.answer.append(chunk.content)
-                    self._tokens.append(chunk.content)
-                    self._schedule_flush()
-                elif kind is ThinkChunk:
-                    self.reasoning.append(chunk.content)
-                    self._thoughts.append(chunk.content)
-                    self._schedule_flush()
-                elif kind is ToolChunk:
-                    payload = tool_payload(chunk.call, chunk.result)
-                    self.tools.append(payload)
-                    self.emit("tool", **payload)
-                    # The assistant turn with its calls and this tool message are now final.
-                    await self._commit()
-                    self.answer.clear()
-                elif kind is UsageChunk:
-                    self.total = self.total + chunk.usage
-                    self.emit(
-                        "usage",
-                        usage=chunk.usage.to_dict(),
-                        total=self.total.to_dict(),
-                        context=self._context(),
-                    )
+            channel = stream.channel
+            while True:
+                await channel.wait()
+                chunks = channel.take()
+                if not chunks:
+                    break
+                await self._handle(chunks)
+                if self._tokens or self._thoughts:
+                    await asyncio.sleep(TICK_SECONDS)
+                    await self._handle(channel.take())
+                    self.flush()
                 if time.monotonic() - self._checkpointed >= CHECKPOINT_SECONDS:
                     self._checkpoint()
             result = await stream.result
@@ -201,6 +184,31 @@ class ActiveRun:
         finally:
             self.flush()
         await self._settle(result, error)
+
+    async def _handle(self, chunks: list[Any]) -> None:
+        for chunk in chunks:
+            kind = type(chunk)
+            if kind is TokenChunk:
+                self.answer.append(chunk.content)
+                self._tokens.append(chunk.content)
+            elif kind is ThinkChunk:
+                self.reasoning.append(chunk.content)
+                self._thoughts.append(chunk.content)
+            elif kind is ToolChunk:
+                payload = tool_payload(chunk.call, chunk.result)
+                self.tools.append(payload)
+                self.emit("tool", **payload)
+                # The assistant turn with its calls and this tool message are now final.
+                await self._commit()
+                self.answer.clear()
+            elif kind is UsageChunk:
+                self.total = self.total + chunk.usage
+                self.emit(
+                    "usage",
+                    usage=chunk.usage.to_dict(),
+                    total=self.total.to_dict(),
+                    context=self._context(),
+                )
 
     def _context(self) -> dict[str, Any]:
         from orkestrel.core import estimate_messages

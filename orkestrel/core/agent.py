@@ -59,6 +59,11 @@ class AgentStream:
     def events(self) -> AsyncIterator[AgentChunk]:
         return aiter(self._channel)
 
+    @property
+    def channel(self) -> Channel[AgentChunk]:
+        """The chunks' channel, for a consumer that drains them in batches (``take``)."""
+        return self._channel
+
     def abort(self, reason: object = None) -> None:
         """Cancel the run; ``result`` resolves partial with what streamed so far."""
         self._abort.abort(reason)

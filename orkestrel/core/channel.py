@@ -49,6 +49,25 @@ class Channel[T]:
             if not waiter.done():
                 waiter.set_result(None)
 
+    def take(self) -> list[T]:
+        """Everything buffered now, without waiting; the failure is raised once drained.
+
+        For a consumer that handles chunks in batches instead of iterating (never both).
+        """
+        items = list(self._buffer)
+        self._buffer.clear()
+        if not items and self._closed and self._error is not None:
+            raise self._error
+        return items
+
+    async def wait(self) -> None:
+        """Park until an item is buffered or the channel is closed."""
+        if self._buffer or self._closed:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        await waiter
+
     def __aiter__(self) -> AsyncIterator[T]:
         return self._drain()
 
