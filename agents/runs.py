@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -99,8 +98,8 @@ class ActiveRun:
     total: TokenUsage = field(default_factory=TokenUsage)
     _tokens: list[str] = field(default_factory=list)
     _thoughts: list[str] = field(default_factory=list)
-    _checkpointed: float = 0.0
-    _saving: asyncio.Task[None] | None = None
+    # What the last checkpoint saved (length of answer + reasoning), to skip unchanged runs.
+    _saved: int = -1
 
     @property
     def content(self) -> str:
@@ -175,8 +174,6 @@ class ActiveRun:
                     await asyncio.sleep(TICK_SECONDS)
                     await self._handle(channel.take())
                     self.flush()
-                if time.monotonic() - self._checkpointed >= CHECKPOINT_SECONDS:
-                    self._checkpoint()
             result = await stream.result
         except Exception as caught:
             error = caught
@@ -228,22 +225,18 @@ class ActiveRun:
             self.emit("committed", messages=payload)
         return []
 
-    def _checkpoint(self) -> None:
-        """Save the in-flight answer in the background (one save in flight per run).
-
-        Awaiting it here would stall this run's stream behind every other run's database work.
-        """
-        if self._saving is not None and not self._saving.done():
-            return
-        self._checkpointed = time.monotonic()
-        self._saving = asyncio.get_running_loop().create_task(
-            sync_to_async(_save_checkpoint)(self.run_id, self.content, self.thinking)
-        )
+    def checkpoint(self) -> tuple[int, str, str] | None:
+        """The in-flight text to save, or ``None`` when nothing changed since the last save."""
+        content, thinking = self.content, self.thinking
+        size = len(content) + len(thinking)
+        if size == self._saved:
+            return None
+        self._saved = size
+        return self.run_id, content, thinking
 
     async def _settle(self, result: AgentResult | None, error: BaseException | None) -> None:
-        if self._saving is not None:
-            # The final write below must land after the last checkpoint, never before it.
-            await asyncio.gather(self._saving, return_exceptions=True)
+        # The final write below must land after any checkpoint in flight, never before it.
+        await self.manager.checkpoints_done()
         try:
             if result is not None:
                 await self._commit(result.usage)
@@ -300,8 +293,11 @@ def _committed_payload(messages: list[Message]) -> list[dict[str, Any]]:
     ]
 
 
-def _save_checkpoint(run_id: int, content: str, thinking: str) -> None:
-    Run.objects.filter(id=run_id).update(content=content, thinking=thinking)
+def _save_checkpoints(rows: list[tuple[int, str, str]]) -> None:
+    Run.objects.bulk_update(
+        [Run(id=run_id, content=content, thinking=thinking) for run_id, content, thinking in rows],
+        ["content", "thinking"],
+    )
 
 
 def _finish_run(run_id: int, status: str, result: AgentResult | None, error: str) -> None:
@@ -361,6 +357,9 @@ class RunManager:
         self._outbox: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
         self._publisher: asyncio.Task[None] | None = None
         self.committed_ids: dict[str, set[str]] = {}
+        # One task saves every active run's in-flight text each second, in one statement.
+        self._checkpointer: asyncio.Task[None] | None = None
+        self._saving: asyncio.Future[None] | None = None
         # Frames waiting for the shared layer, by conversation, and the task that sends them.
         self._remote: dict[str, list[dict[str, Any]]] = {}
         self._relay_wake = asyncio.Event()
@@ -470,13 +469,14 @@ class RunManager:
                 m.id for m in session.agent.context.messages.messages()
             }
             active = ActiveRun(self, session, run_id, conversation_id)
-            active._checkpointed = time.monotonic()
             active.total = usage
             session.agent.context.messages.emitter.on(
                 "compact",
                 lambda section: active.emit("compaction", section=section_payload(section)),
             )
             self._runs[conversation_id] = active
+            if self._checkpointer is None or self._checkpointer.done():
+                self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoints())
             await self._listen(conversation_id)
         finally:
             self._starting.discard(conversation_id)
@@ -512,6 +512,28 @@ class RunManager:
             return section
         finally:
             self._starting.discard(conversation_id)
+
+    async def _checkpoints(self) -> None:
+        """Every ``CHECKPOINT_SECONDS``, save the in-flight text of every active run.
+
+        A crash loses at most that much of an answer; one statement for all runs keeps the
+        database thread (and the GIL) out of the streams' way.
+        """
+        while self._runs:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            rows = [row for active in list(self._runs.values()) if (row := active.checkpoint())]
+            if not rows:
+                continue
+            self._saving = asyncio.ensure_future(sync_to_async(_save_checkpoints)(rows))
+            try:
+                await self._saving
+            except Exception:  # noqa: BLE001 - a failed checkpoint must not stop the next
+                logger.warning("saving run checkpoints failed", exc_info=True)
+
+    async def checkpoints_done(self) -> None:
+        """Wait for a checkpoint write in flight, if any."""
+        if self._saving is not None and not self._saving.done():
+            await asyncio.gather(self._saving, return_exceptions=True)
 
     def release(self, conversation_id: str, active: ActiveRun) -> None:
         if self._runs.get(conversation_id) is active:

@@ -193,3 +193,22 @@ async def test_started_frame_carries_the_conversation_title(user, fast_demo):
     frames = await run_to_end(RunManager(), user, conversation, "Name me after this")
     assert frames.frames[0]["type"] == "started"
     assert frames.frames[0]["title"] == "Name me after this"
+
+
+async def test_the_in_flight_answer_is_checkpointed_every_second(
+    user, conversation, demo, settings
+):
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.03}
+    manager = RunManager()
+    frames = Collector()
+    manager.subscribe(str(conversation.id), frames)
+    active = await manager.start(
+        user_id=user.id, conversation_id=str(conversation.id), content="checkpoint me"
+    )
+    await asyncio.sleep(1.3)
+    saved = await sync_to_async(lambda: Run.objects.get(id=active.run_id).content)()
+    assert saved and active.content.startswith(saved)
+    manager.abort(str(conversation.id))
+    await manager.wait(str(conversation.id))
+    run = await sync_to_async(Run.objects.get)(id=active.run_id)
+    assert run.status == "partial" and run.content.startswith(saved)
