@@ -173,7 +173,7 @@ def sample_stacks(path: str, every: float = 0.002) -> None:
 _providers.create_demo_provider = create_relay_provider
 if os.environ.get("RELAY_CHECKPOINT_SECONDS"):
     # A what-if for diagnosis only (``bench/relay.py --checkpoint``), never the default.
-    from agents import runs as _runs
+    from agents.runs import manager as _runs
 
     _runs.CHECKPOINT_SECONDS = float(os.environ["RELAY_CHECKPOINT_SECONDS"])
 if os.environ.get("RELAY_SAMPLE"):

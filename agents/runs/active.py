@@ -1,0 +1,205 @@
+"""One streaming run: coalesced, numbered frames; commits as it goes; what a joiner needs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+
+from orkestrel.core import AgentResult, ThinkChunk, TokenChunk, TokenUsage, ToolChunk, UsageChunk
+
+from ..frames import result_payload, tool_payload
+from ..runtime.session import ChatSession
+from .payloads import committed_payload, joined, reason_text
+from .records import finish_run
+
+if TYPE_CHECKING:
+    from .manager import RunManager
+
+__all__ = ["TICK_SECONDS", "ActiveRun"]
+
+logger = logging.getLogger(__name__)
+
+# Deltas are coalesced into one frame per tick (20-50 ms keeps sockets and the layer calm).
+TICK_SECONDS = 0.03
+
+
+@dataclass
+class ActiveRun:
+    """One streaming run and what a joining client needs to catch up."""
+
+    manager: RunManager
+    session: ChatSession
+    run_id: int
+    conversation_id: str
+    seq: int = 0
+    # The in-flight answer and reasoning as parts, joined on demand (linear in length).
+    answer: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    # The conversation's cumulative usage, as of the start of the run plus this run's calls.
+    total: TokenUsage = field(default_factory=TokenUsage)
+    _tokens: list[str] = field(default_factory=list)
+    _thoughts: list[str] = field(default_factory=list)
+    # What the last checkpoint saved (length of answer + reasoning), to skip unchanged runs.
+    _saved: int = -1
+
+    @property
+    def content(self) -> str:
+        return joined(self.answer)
+
+    @property
+    def thinking(self) -> str:
+        return joined(self.reasoning)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The in-flight answer exactly as of ``seq``.
+
+        Buffered deltas are flushed first, so the snapshot's text and its ``seq`` agree: the
+        joining client takes the text from here and every frame after ``seq`` from the stream.
+        """
+        self.flush()
+        return {
+            "id": self.run_id,
+            "seq": self.seq,
+            "content": self.content,
+            "thinking": self.thinking,
+            "tools": list(self.tools),
+        }
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Number a frame and hand it to the manager's ordered publisher."""
+        if kind not in ("token", "think"):
+            self.flush()
+        self.seq += 1
+        frame = {"type": kind, "run": self.run_id, "seq": self.seq, **fields}
+        self.manager.publish(self.conversation_id, frame)
+
+    def flush(self) -> None:
+        """Send the coalesced token / think deltas as one frame each."""
+        if self._thoughts:
+            text = "".join(self._thoughts)
+            self._thoughts.clear()
+            self.seq += 1
+            self.manager.publish(
+                self.conversation_id,
+                {"type": "think", "run": self.run_id, "seq": self.seq, "content": text},
+            )
+        if self._tokens:
+            text = "".join(self._tokens)
+            self._tokens.clear()
+            self.seq += 1
+            self.manager.publish(
+                self.conversation_id,
+                {"type": "token", "run": self.run_id, "seq": self.seq, "content": text},
+            )
+
+    async def drive(self) -> None:
+        """Run the agent to its end, publishing and committing as it goes.
+
+        Chunks are drained in batches: after a batch with text the driver sleeps one tick and
+        sends what arrived meanwhile as one frame, so a fast stream costs a wake-up per tick,
+        not one per delta.
+        """
+        session = self.session
+        result: AgentResult | None = None
+        error: BaseException | None = None
+        try:
+            stream = session.agent.stream(think=session.think)
+            channel = stream.channel
+            while True:
+                await channel.wait()
+                chunks = channel.take()
+                if not chunks:
+                    break
+                await self._handle(chunks)
+                if self._tokens or self._thoughts:
+                    await asyncio.sleep(TICK_SECONDS)
+                    await self._handle(channel.take())
+                    self.flush()
+            result = await stream.result
+        except Exception as caught:
+            error = caught
+            logger.exception("run %s failed", self.run_id)
+        finally:
+            self.flush()
+        await self._settle(result, error)
+
+    async def _handle(self, chunks: list[Any]) -> None:
+        for chunk in chunks:
+            kind = type(chunk)
+            if kind is TokenChunk:
+                self.answer.append(chunk.content)
+                self._tokens.append(chunk.content)
+            elif kind is ThinkChunk:
+                self.reasoning.append(chunk.content)
+                self._thoughts.append(chunk.content)
+            elif kind is ToolChunk:
+                payload = tool_payload(chunk.call, chunk.result)
+                self.tools.append(payload)
+                self.emit("tool", **payload)
+                # The assistant turn with its calls and this tool message are now final.
+                await self._commit()
+                self.answer.clear()
+            elif kind is UsageChunk:
+                self.total = self.total + chunk.usage
+                self.emit(
+                    "usage",
+                    usage=chunk.usage.to_dict(),
+                    total=self.total.to_dict(),
+                    context=self._context(),
+                )
+
+    def _context(self) -> dict[str, Any]:
+        from orkestrel.core import estimate_messages
+
+        agent = self.session.agent
+        used = estimate_messages(agent.context.build(agent.provider.format))
+        return {"used": used, "window": self.session.spec.profile.context_window}
+
+    async def _commit(self, usage: Any = None) -> list[dict[str, Any]]:
+        before = set(self.manager.committed_ids.get(self.conversation_id, ()))
+        await self.session.commit(usage)
+        messages = self.session.agent.context.messages.messages()
+        fresh = [m for m in messages if m.id not in before]
+        self.manager.committed_ids[self.conversation_id] = {m.id for m in messages}
+        if fresh:
+            payload = await sync_to_async(committed_payload)(fresh)
+            self.emit("committed", messages=payload)
+        return []
+
+    def checkpoint(self) -> tuple[int, str, str] | None:
+        """The in-flight text to save, or ``None`` when nothing changed since the last save."""
+        content, thinking = self.content, self.thinking
+        size = len(content) + len(thinking)
+        if size == self._saved:
+            return None
+        self._saved = size
+        return self.run_id, content, thinking
+
+    async def _settle(self, result: AgentResult | None, error: BaseException | None) -> None:
+        # The final write below must land after any checkpoint in flight, never before it.
+        await self.manager.checkpoints_done()
+        try:
+            if result is not None:
+                await self._commit(result.usage)
+                if result.stop == "abort":
+                    self.emit("abort", reason=reason_text(result.reason))
+                elif result.stop == "exhaust":
+                    self.emit("exhaust", limit=self.session.agent.limit)
+                self.emit("finish", result=result_payload(result))
+                status = "done" if not result.partial else "partial"
+                await sync_to_async(finish_run)(self.run_id, status, result, "")
+            else:
+                await self._commit()
+                message = str(error) or type(error).__name__
+                self.emit("error", code="run_failed", message=message[:500])
+                await sync_to_async(finish_run)(self.run_id, "error", None, message)
+        except Exception:
+            logger.exception("settling run %s failed", self.run_id)
+        finally:
+            self.manager.release(self.conversation_id, self)

@@ -1,0 +1,272 @@
+"""The run manager: every run of this process, its frame delivery and its checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from orkestrel.core import Message, mint_id
+
+from ..runtime.session import ChatSession
+from ..runtime.summarizer import make_summarizer
+from .active import ActiveRun
+from .groups import group_name, is_shared, join_group
+from .payloads import section_payload
+from .records import prepare_run, save_checkpoints
+
+__all__ = ["CHECKPOINT_SECONDS", "MANUAL_KEEP", "Busy", "RunManager", "run_manager"]
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_SECONDS = 1.0
+MANUAL_KEEP = 2
+Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Busy(RuntimeError):
+    """A run is already streaming on this conversation."""
+
+
+class RunManager:
+    """Every run of this process, keyed by conversation; at most one run per conversation."""
+
+    def __init__(self, *, origin: str | None = None) -> None:
+        self.origin = origin or uuid.uuid4().hex
+        self._runs: dict[str, ActiveRun] = {}
+        self._starting: set[str] = set()
+        self._subscribers: dict[str, set[Subscriber]] = {}
+        self._outbox: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
+        self._publisher: asyncio.Task[None] | None = None
+        self.committed_ids: dict[str, set[str]] = {}
+        # One task saves every active run's in-flight text each second, in one statement.
+        self._checkpointer: asyncio.Task[None] | None = None
+        self._saving: asyncio.Future[None] | None = None
+        # Frames waiting for the shared layer, by conversation, and the task that sends them.
+        self._remote: dict[str, list[dict[str, Any]]] = {}
+        self._relay_wake = asyncio.Event()
+        self._relay: asyncio.Task[None] | None = None
+        # This process's channel on the shared layer, for snapshot requests (joins).
+        self._control: str | None = None
+        self._control_task: asyncio.Task[None] | None = None
+
+    # -- subscribers --------------------------------------------------------------------------
+
+    def subscribe(self, conversation_id: str, subscriber: Subscriber) -> Callable[[], None]:
+        """Deliver this conversation's frames to ``subscriber``; returns the unsubscribe."""
+        self._subscribers.setdefault(conversation_id, set()).add(subscriber)
+
+        def unsubscribe() -> None:
+            subscribers = self._subscribers.get(conversation_id)
+            if subscribers is not None:
+                subscribers.discard(subscriber)
+                if not subscribers:
+                    del self._subscribers[conversation_id]
+
+        return unsubscribe
+
+    def active(self, conversation_id: str) -> ActiveRun | None:
+        return self._runs.get(conversation_id)
+
+    def busy(self, conversation_id: str) -> bool:
+        return conversation_id in self._runs or conversation_id in self._starting
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def publish(self, conversation_id: str, frame: dict[str, Any]) -> None:
+        """Queue ``frame`` for delivery, in order, to every socket on the conversation."""
+        if self._outbox is None or self._publisher is None or self._publisher.done():
+            self._outbox = asyncio.Queue()
+            self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+        self._outbox.put_nowait((conversation_id, frame))
+
+    async def _publish_loop(self) -> None:
+        outbox = self._outbox
+        assert outbox is not None
+        shared = is_shared(get_channel_layer())
+        while True:
+            conversation_id, frame = await outbox.get()
+            for subscriber in list(self._subscribers.get(conversation_id, ())):
+                try:
+                    await subscriber(frame)
+                except Exception:  # noqa: BLE001 - one broken socket must not stop the others
+                    logger.debug("dropping frame for a closed subscriber", exc_info=True)
+            if shared:
+                self._remote.setdefault(conversation_id, []).append(frame)
+                self._relay_wake.set()
+                if self._relay is None or self._relay.done():
+                    self._relay = asyncio.get_running_loop().create_task(self._relay_loop())
+            outbox.task_done()
+
+    async def _relay_loop(self) -> None:
+        """Send frames to other processes in batches, one message per conversation per wake.
+
+        Local sockets never wait for this: the shared layer is slower than a socket write.
+        """
+        layer = get_channel_layer()
+        while True:
+            await self._relay_wake.wait()
+            self._relay_wake.clear()
+            batches, self._remote = self._remote, {}
+            sends = [
+                layer.group_send(
+                    group_name(conversation_id),
+                    {"type": "run.frames", "origin": self.origin, "frames": frames},
+                )
+                for conversation_id, frames in batches.items()
+            ]
+            for outcome in await asyncio.gather(*sends, return_exceptions=True):
+                if isinstance(outcome, Exception):
+                    logger.warning("channel layer publish failed: %s", outcome)
+
+    async def drain(self) -> None:
+        """Wait until every queued frame was delivered (tests and shutdown)."""
+        if self._outbox is not None:
+            await self._outbox.join()
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    async def start(
+        self,
+        *,
+        user_id: int,
+        conversation_id: str,
+        content: str,
+        images: tuple[str, ...] = (),
+        nonce: str | None = None,
+    ) -> ActiveRun:
+        """Persist the user message, then start a run. Raises ``Busy`` while one runs."""
+        if self.busy(conversation_id):
+            raise Busy("a reply is still running in this conversation")
+        self._starting.add(conversation_id)
+        try:
+            message = Message(mint_id(), "user", content, images=images or None)
+            # One database hop: load everything, make the user message durable, open the run.
+            loaded, run_id, usage, user_payload, title = await sync_to_async(prepare_run)(
+                conversation_id, user_id, message
+            )
+            session = await ChatSession.from_loaded(loaded)
+            session.run_id = run_id
+            self.committed_ids[conversation_id] = {
+                m.id for m in session.agent.context.messages.messages()
+            }
+            active = ActiveRun(self, session, run_id, conversation_id)
+            active.total = usage
+            session.agent.context.messages.emitter.on(
+                "compact",
+                lambda section: active.emit("compaction", section=section_payload(section)),
+            )
+            self._runs[conversation_id] = active
+            if self._checkpointer is None or self._checkpointer.done():
+                self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoints())
+            await self._listen(conversation_id)
+        finally:
+            self._starting.discard(conversation_id)
+        active.emit("started", message=user_payload, nonce=nonce, title=title)
+        active.task = asyncio.get_running_loop().create_task(active.drive())
+        return active
+
+    def abort(self, conversation_id: str, reason: str = "stopped by user") -> bool:
+        """Stop the conversation's run (its partial answer is kept); whether one was running."""
+        active = self._runs.get(conversation_id)
+        if active is None:
+            return False
+        active.session.agent.abort(reason)
+        return True
+
+    async def compact(self, *, user_id: int, conversation_id: str, focus: str | None) -> Any:
+        """Fold the conversation's older history now (with an optional focus)."""
+        if self.busy(conversation_id):
+            raise Busy("a reply is still running in this conversation")
+        self._starting.add(conversation_id)
+        try:
+            session = await ChatSession.open(conversation_id, user_id)
+            conversation = session.agent.context.messages
+            if focus:
+                conversation = session.conversations.add(
+                    snapshot=conversation.snapshot(),
+                    summarize=make_summarizer(session.agent.provider, focus),
+                )
+            # A manual fold keeps only the latest exchange verbatim: the user asked for room.
+            section = await conversation.compact(keep=MANUAL_KEEP)
+            if section is not None:
+                await session.conversations.save(conversation_id)
+            return section
+        finally:
+            self._starting.discard(conversation_id)
+
+    async def _checkpoints(self) -> None:
+        """Every ``CHECKPOINT_SECONDS``, save the in-flight text of every active run.
+
+        A crash loses at most that much of an answer; one statement for all runs keeps the
+        database thread (and the GIL) out of the streams' way.
+        """
+        while self._runs:
+            await asyncio.sleep(CHECKPOINT_SECONDS)
+            rows = [row for active in list(self._runs.values()) if (row := active.checkpoint())]
+            if not rows:
+                continue
+            self._saving = asyncio.ensure_future(sync_to_async(save_checkpoints)(rows))
+            try:
+                await self._saving
+            except Exception:  # noqa: BLE001 - a failed checkpoint must not stop the next
+                logger.warning("saving run checkpoints failed", exc_info=True)
+
+    async def checkpoints_done(self) -> None:
+        """Wait for a checkpoint write in flight, if any."""
+        if self._saving is not None and not self._saving.done():
+            await asyncio.gather(self._saving, return_exceptions=True)
+
+    def release(self, conversation_id: str, active: ActiveRun) -> None:
+        if self._runs.get(conversation_id) is active:
+            del self._runs[conversation_id]
+            if self._control is not None:
+                layer = get_channel_layer()
+                asyncio.get_running_loop().create_task(
+                    layer.group_discard(join_group(conversation_id), self._control)
+                )
+
+    # -- joins from other processes -----------------------------------------------------------
+
+    async def _listen(self, conversation_id: str) -> None:
+        """Answer snapshot requests for this run from sockets in other processes."""
+        layer = get_channel_layer()
+        if not is_shared(layer):
+            return
+        if self._control is None:
+            self._control = await layer.new_channel()
+            self._control_task = asyncio.get_running_loop().create_task(self._answer(layer))
+        await layer.group_add(join_group(conversation_id), self._control)
+
+    async def _answer(self, layer: Any) -> None:
+        channel = self._control
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a flaky layer must not end the listener
+                logger.warning("channel layer receive failed", exc_info=True)
+                await asyncio.sleep(1)
+                continue
+            if message.get("type") != "run.join":
+                continue
+            active = self._runs.get(str(message.get("conversation")))
+            if active is not None:
+                await layer.send(
+                    message["reply"], {"type": "run.snapshot", "snapshot": active.snapshot()}
+                )
+
+    async def wait(self, conversation_id: str) -> None:
+        """Wait for the conversation's run (if any) to settle."""
+        active = self._runs.get(conversation_id)
+        if active is not None and active.task is not None:
+            await asyncio.shield(active.task)
+
+
+run_manager = RunManager()
