@@ -1,0 +1,22 @@
+"""Models of the agents app: what operators configure for agents to run.
+
+Provider endpoints (where models live), tools, authority policies with their ordered rules,
+scopes, instructions, and the agent profiles that tie them together. Every model validates in
+``clean()`` with field errors; database constraints back the rules that must never break.
+"""
+
+from .authority import AuthorityPolicy, AuthorityRule
+from .context import Instruction, Scope
+from .endpoints import ProviderEndpoint
+from .profiles import AgentProfile
+from .tools import Tool
+
+__all__ = [
+    "AgentProfile",
+    "AuthorityPolicy",
+    "AuthorityRule",
+    "Instruction",
+    "ProviderEndpoint",
+    "Scope",
+    "Tool",
+]

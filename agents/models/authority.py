@@ -1,0 +1,86 @@
+"""Authority policies and their ordered rules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+
+from ..conditions import compile_matcher, validate_conditions
+from ..validators import (
+    validate_glob,
+)
+
+
+class AuthorityPolicy(models.Model):
+    """An ordered rule list consulted before each tool call, and what to do when none matches."""
+
+    name = models.CharField("name", max_length=100, unique=True)
+    fallback_allowed = models.BooleanField(
+        "fallback allows",
+        default=True,
+        help_text="When no rule matches: allow (a denylist) or deny (an allowlist).",
+    )
+    fallback_zone = models.CharField("fallback zone", max_length=64, default="default")
+    fallback_reason = models.CharField("fallback reason", max_length=255, blank=True)
+
+    class Meta:
+        verbose_name = "authority policy"
+        verbose_name_plural = "authority policies"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(fallback_zone=""), name="agents_policy_fallback_zone_set"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AuthorityRule(models.Model):
+    """One rule of a policy: first match (by ``position``) decides the call."""
+
+    policy = models.ForeignKey(
+        AuthorityPolicy, on_delete=models.CASCADE, related_name="rules", verbose_name="policy"
+    )
+    position = models.PositiveIntegerField("position", help_text="Lower positions match first.")
+    tool_glob = models.CharField(
+        "tool pattern",
+        max_length=200,
+        validators=[validate_glob],
+        help_text="A glob on the tool name, e.g. delete_* or *.",
+    )
+    conditions = models.JSONField(
+        "conditions",
+        default=dict,
+        blank=True,
+        validators=[validate_conditions],
+        help_text='Argument tests, e.g. {"path": {"pattern": "^/etc/"}}; '
+        "kinds: equals, in, pattern, exists.",
+    )
+    zone = models.CharField("zone", max_length=64, default="default")
+    allowed = models.BooleanField("allows", default=False)
+    reason = models.CharField("reason", max_length=255, blank=True)
+
+    class Meta:
+        verbose_name = "authority rule"
+        verbose_name_plural = "authority rules"
+        ordering = ["policy", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["policy", "position"], name="agents_rule_policy_position_unique"
+            ),
+            models.CheckConstraint(condition=~Q(tool_glob=""), name="agents_rule_glob_set"),
+            models.CheckConstraint(condition=~Q(zone=""), name="agents_rule_zone_set"),
+        ]
+
+    def __str__(self) -> str:
+        verdict = "allow" if self.allowed else "deny"
+        return f"#{self.position} {verdict} {self.tool_glob}"
+
+    def matches(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether this rule applies to a call of tool ``name`` with ``arguments``."""
+        return compile_matcher(self.tool_glob, self.conditions or {})(name, arguments)

@@ -1,0 +1,133 @@
+"""Provider endpoints: where models live, and the name of the variable holding the key."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+from django.apps import apps
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
+from django.db import models
+from django.db.models import Q
+
+from ..validators import (
+    validate_env_name,
+    validate_name_list,
+    validate_positive,
+)
+
+
+class ProviderEndpoint(models.Model):
+    """Where a model is served, and how to reach it (the key stays in the environment)."""
+
+    class Kind(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible"
+        ANTHROPIC = "anthropic", "Anthropic"
+        OLLAMA = "ollama", "Ollama"
+        SCRIPTED = "scripted", "Scripted (tests and demos)"
+
+    name = models.SlugField("name", max_length=64, unique=True)
+    kind = models.CharField("kind", max_length=16, choices=Kind.choices)
+    base_url = models.URLField(
+        "base URL", max_length=500, blank=True, help_text="Blank only for scripted endpoints."
+    )
+    api_key_env = models.CharField(
+        "API key variable",
+        max_length=128,
+        blank=True,
+        validators=[validate_env_name],
+        help_text="The NAME of the environment variable holding the key (never the key).",
+    )
+    connect_timeout = models.FloatField(
+        "connect timeout (s)", default=10.0, validators=[validate_positive]
+    )
+    read_timeout = models.FloatField(
+        "read timeout (s)", default=300.0, validators=[validate_positive]
+    )
+    max_retries = models.PositiveSmallIntegerField(
+        "max retries", default=2, validators=[MaxValueValidator(10)]
+    )
+    created = models.DateTimeField("created", auto_now_add=True)
+    updated = models.DateTimeField("updated", auto_now=True)
+    # Defined last: inside this class body the name ``models`` then means this field.
+    models = models.JSONField(
+        "models",
+        default=list,
+        blank=True,
+        validators=[validate_name_list],
+        help_text="Model names served here, as a JSON list; empty allows any.",
+    )
+
+    class Meta:
+        verbose_name = "provider endpoint"
+        verbose_name_plural = "provider endpoints"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=["openai", "anthropic", "ollama", "scripted"]),
+                name="agents_endpoint_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="scripted") | ~Q(base_url=""),
+                name="agents_endpoint_base_url_required",
+            ),
+            models.CheckConstraint(
+                condition=Q(connect_timeout__gt=0) & Q(read_timeout__gt=0),
+                name="agents_endpoint_timeouts_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_retries__lte=10), name="agents_endpoint_max_retries_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"
+
+    def clean(self) -> None:
+        super().clean()
+        errors: dict[str, str] = {}
+        if self.kind != self.Kind.SCRIPTED and not self.base_url:
+            errors["base_url"] = "Enter the endpoint's base URL."
+        elif "@" in urlsplit(self.base_url or "").netloc:
+            # A URL is shown in lists and logs: credentials belong in the key variable.
+            errors["base_url"] = "Put credentials in the key variable, not in the URL."
+        if self.models is None:
+            self.models = []
+        errors.update(self._profile_errors())
+        if errors:
+            raise ValidationError(errors)
+
+    def _profile_errors(self) -> dict[str, str]:
+        """Profiles name this endpoint in their ``model``: keep them pointing somewhere real."""
+        if self.pk is None:
+            return {}
+        stored = ProviderEndpoint.objects.filter(pk=self.pk).values_list("name", flat=True).first()
+        if stored is None:
+            return {}
+        # Looked up by name: profiles import endpoints, not the other way round.
+        profiles = apps.get_model("agents", "AgentProfile")
+        users = list(profiles.objects.filter(model__startswith=f"{stored}/"))
+        if not users:
+            return {}
+        errors = {}
+        if stored != self.name:
+            slugs = ", ".join(profile.slug for profile in users)
+            errors["name"] = f"Profiles use this endpoint by name ({slugs}); change them first."
+        listed = self.models if isinstance(self.models, list) else []
+        if listed and all(isinstance(name, str) for name in listed):
+            missing = sorted({profile.model_name for profile in users} - set(listed))
+            if missing:
+                errors["models"] = f"Profiles use models missing from the list: {missing}."
+        return errors
+
+    def api_key(self) -> str | None:
+        """The key from the environment variable named by ``api_key_env`` (``None`` if unset)."""
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+    @property
+    def api_key_set(self) -> bool:
+        """Whether the key's environment variable is set (safe to show; the key is not)."""
+        return self.api_key() is not None
