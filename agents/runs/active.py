@@ -191,7 +191,7 @@ class ActiveRun:
                     self.emit("abort", reason=reason_text(result.reason))
                 elif result.stop == "exhaust":
                     self.emit("exhaust", limit=self.session.agent.limit)
-                self.emit("finish", result=result_payload(result))
+                self.emit("finish", result=result_payload(result), context=self._context())
                 status = "done" if not result.partial else "partial"
                 await sync_to_async(finish_run)(self.run_id, status, result, "")
             else:

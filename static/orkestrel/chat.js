@@ -279,6 +279,8 @@ const handlers = {
       note = "The agent reached its step limit before finishing.";
     }
     if (run) run.finish(result, note);
+    // The meter follows the history even when the model reported no usage (a stopped turn).
+    showContext(frame.context);
     tracker.settle(frame.run);
     if (run) live = null;
     setStreaming(false);

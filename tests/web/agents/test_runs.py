@@ -212,3 +212,21 @@ async def test_the_in_flight_answer_is_checkpointed_every_second(
     await manager.wait(str(conversation.id))
     run = await sync_to_async(Run.objects.get)(id=active.run_id)
     assert run.status == "partial" and run.content.startswith(saved)
+
+
+async def test_finish_frame_carries_the_context_meter_even_after_a_stop(
+    user, conversation, demo, settings
+):
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.02}
+    manager = RunManager()
+    frames = Collector()
+    manager.subscribe(str(conversation.id), frames)
+    await manager.start(user_id=user.id, conversation_id=str(conversation.id), content="meter")
+    while "token" not in frames.types():
+        await asyncio.sleep(0.01)
+    manager.abort(str(conversation.id))
+    await manager.wait(str(conversation.id))
+    await manager.drain()
+    finish = frames.frames[-1]
+    assert finish["type"] == "finish"
+    assert finish["context"]["window"] == 8000 and finish["context"]["used"] > 0
