@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
-from orkestrel.core import AgentResult, ThinkChunk, TokenChunk, TokenUsage, ToolChunk, UsageChunk
+from orkestrel.core import (
+    AgentResult,
+    ThinkChunk,
+    TokenChunk,
+    TokenUsage,
+    ToolChunk,
+    UsageChunk,
+    estimate_messages,
+)
 
 from ..frames import result_payload, tool_payload
 from ..runtime.session import ChatSession
@@ -40,6 +48,8 @@ class ActiveRun:
     answer: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     tools: list[dict[str, Any]] = field(default_factory=list)
+    # Ids of the messages already announced as committed.
+    committed: set[str] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
     # The conversation's cumulative usage, as of the start of the run plus this run's calls.
     total: TokenUsage = field(default_factory=TokenUsage)
@@ -155,22 +165,20 @@ class ActiveRun:
                 )
 
     def _context(self) -> dict[str, Any]:
-        from orkestrel.core import estimate_messages
-
         agent = self.session.agent
         used = estimate_messages(agent.context.build(agent.provider.format))
         return {"used": used, "window": self.session.spec.profile.context_window}
 
-    async def _commit(self, usage: Any = None) -> list[dict[str, Any]]:
-        before = set(self.manager.committed_ids.get(self.conversation_id, ()))
+    async def _commit(self, usage: Any = None) -> None:
+        """Persist, then announce the messages that became durable since the last commit."""
         await self.session.commit(usage)
-        messages = self.session.agent.context.messages.messages()
-        fresh = [m for m in messages if m.id not in before]
-        self.manager.committed_ids[self.conversation_id] = {m.id for m in messages}
+        fresh = [
+            m for m in self.session.agent.context.messages.messages() if m.id not in self.committed
+        ]
         if fresh:
+            self.committed.update(m.id for m in fresh)
             payload = await sync_to_async(committed_payload)(fresh)
             self.emit("committed", messages=payload)
-        return []
 
     def checkpoint(self) -> tuple[int, str, str] | None:
         """The in-flight text to save, or ``None`` when nothing changed since the last save."""

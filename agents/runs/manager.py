@@ -43,7 +43,6 @@ class RunManager:
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._outbox: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
         self._publisher: asyncio.Task[None] | None = None
-        self.committed_ids: dict[str, set[str]] = {}
         # One task saves every active run's in-flight text each second, in one statement.
         self._checkpointer: asyncio.Task[None] | None = None
         self._saving: asyncio.Future[None] | None = None
@@ -152,10 +151,8 @@ class RunManager:
             )
             session = await ChatSession.from_loaded(loaded)
             session.run_id = run_id
-            self.committed_ids[conversation_id] = {
-                m.id for m in session.agent.context.messages.messages()
-            }
             active = ActiveRun(self, session, run_id, conversation_id)
+            active.committed = {m.id for m in session.agent.context.messages.messages()}
             active.total = usage
             session.agent.context.messages.emitter.on(
                 "compact",

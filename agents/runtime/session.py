@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -355,8 +356,6 @@ def _rule_label(rule: AuthorityRule | None) -> str:
 
 
 def _jsonable(arguments: Mapping[str, Any]) -> Any:
-    import json
-
     try:
         return json.loads(json.dumps(dict(arguments), default=str))
     except (TypeError, ValueError):
