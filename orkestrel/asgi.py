@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, websockets through Channels."""
 
+import gc
 import os
 
 from django.core.asgi import get_asgi_application
@@ -22,3 +23,7 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Everything loaded so far (Django, the apps, their modules) lives as long as the process:
+# freezing it keeps the collector's full passes, which stall every stream at once, short.
+gc.freeze()

@@ -32,7 +32,7 @@ __all__ = ["TICK_SECONDS", "ActiveRun"]
 logger = logging.getLogger(__name__)
 
 # Deltas are coalesced into one frame per tick (20-50 ms keeps sockets and the layer calm).
-TICK_SECONDS = 0.03
+TICK_SECONDS = 0.02
 
 
 @dataclass

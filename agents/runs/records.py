@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from conversations.models import Conversation, Run
@@ -27,10 +27,17 @@ TITLE_LENGTH = 60
 
 
 def save_checkpoints(rows: list[tuple[int, str, str]]) -> None:
-    Run.objects.bulk_update(
-        [Run(id=run_id, content=content, thinking=thinking) for run_id, content, thinking in rows],
-        ["content", "thinking"],
-    )
+    """Save every active run's in-flight text in one ``executemany``.
+
+    Not ``bulk_update``: its ``CASE WHEN`` compilation is pure Python on the database thread,
+    and every millisecond that thread holds the GIL delays the event loop's socket writes.
+    """
+    table = connection.ops.quote_name(Run._meta.db_table)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {table} SET content = %s, thinking = %s WHERE id = %s",  # noqa: S608
+            [(content, thinking, run_id) for run_id, content, thinking in rows],
+        )
 
 
 def finish_run(run_id: int, status: str, result: AgentResult | None, error: str) -> None:
