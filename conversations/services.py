@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -24,6 +25,7 @@ from orkestrel.core import Conversation as KitConversation
 from orkestrel.core import estimate_messages
 
 from .models import AuthorityDecision, Conversation, Message, Section
+from .render_pool import render_all
 from .rendering import render_markdown
 
 __all__ = [
@@ -190,28 +192,66 @@ def delete_conversation(*, user: User, conversation_id: uuid.UUID | str) -> None
 # -- state -----------------------------------------------------------------------------------
 
 
-def message_payload(message: Message) -> MessagePayload:
-    """One message as the UI and the websocket frames carry it (``html`` is sanitized)."""
-    rendered = message.role in (Message.Role.USER, Message.Role.ASSISTANT)
+def _rendered(message: Message) -> bool:
+    return message.role in (Message.Role.USER, Message.Role.ASSISTANT)
+
+
+def message_payload(message: Message, html: str | None = None) -> MessagePayload:
+    """One message as the UI and the websocket frames carry it (``html`` is sanitized).
+
+    ``html`` is the message's rendering when the caller rendered a batch already.
+    """
+    if html is None:
+        html = render_markdown(message.content) if _rendered(message) else ""
     return {
         "id": message.message_id,
         "role": message.role,
         "content": message.content,
-        "html": render_markdown(message.content) if rendered else "",
+        "html": html,
         "calls": message.calls,
         "tool_call_id": message.tool_call_id or None,
         "images_count": len(message.images or ()),
     }
 
 
-def section_payload(section: Section, messages: list[Message]) -> dict[str, Any]:
-    """One compaction section: its recap (text and sanitized ``html``) and its originals."""
+def section_payload(
+    section: Section, messages: list[Message], html: Rendered | None = None
+) -> dict[str, Any]:
+    """One compaction section: its recap (text and sanitized ``html``) and its originals.
+
+    ``html`` holds the renderings of a batch rendered already (``render_state``).
+    """
+    recap = html.sections.get(section.pk) if html is not None else None
     return {
         "id": section.section_id,
         "summary": section.summary,
-        "html": render_markdown(section.summary),
-        "messages": [message_payload(message) for message in messages],
+        "html": render_markdown(section.summary) if recap is None else recap,
+        "messages": [
+            message_payload(message, html.messages.get(message.pk) if html else None)
+            for message in messages
+        ],
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """HTML of a conversation's messages and recaps, by primary key."""
+
+    messages: dict[int, str]
+    sections: dict[int, str]
+
+
+def render_state(rows: list[Message], sections: list[Section]) -> Rendered:
+    """Render every shown message and every recap as one batch (off the server's GIL)."""
+    shown = [row for row in rows if _rendered(row)]
+    texts = [row.content for row in shown] + [section.summary for section in sections]
+    html = render_all(texts)
+    return Rendered(
+        messages={row.pk: text for row, text in zip(shown, html, strict=False)},
+        sections={
+            section.pk: text for section, text in zip(sections, html[len(shown) :], strict=True)
+        },
+    )
 
 
 def _context_used(conversation: Conversation, sections: list[Section], rows: list[Message]) -> int:
@@ -241,6 +281,7 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         if row.section_id is not None:
             originals[row.section_id].append(row)
     profile = _effective_profile(conversation)
+    html = render_state(rows, sections)
     denials = {
         decision.tool_call_id: {"reason": decision.reason, "rule": decision.rule_label}
         for decision in AuthorityDecision.objects.filter(
@@ -258,8 +299,12 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             ),
             "summary": conversation.summary,
         },
-        "messages": [message_payload(row) for row in rows if row.section_id is None],
-        "sections": [section_payload(section, originals[section.pk]) for section in sections],
+        "messages": [
+            message_payload(row, html.messages.get(row.pk, ""))
+            for row in rows
+            if row.section_id is None
+        ],
+        "sections": [section_payload(section, originals[section.pk], html) for section in sections],
         "usage": {
             "prompt": conversation.usage_prompt,
             "completion": conversation.usage_completion,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conversations.render_pool import render_all
 from orkestrel.core import Message
 
 __all__ = ["committed_payload", "section_payload"]
@@ -29,14 +30,17 @@ def reason_text(reason: object) -> str:
 
 
 def committed_payload(messages: list[Message]) -> list[dict[str, Any]]:
-    from conversations.rendering import render_markdown
-
+    """The ``committed`` frame's messages; blocks on rendering (call it off the event loop)."""
+    answers = [m for m in messages if m.role == "assistant"]
+    html = dict(
+        zip([id(m) for m in answers], render_all([m.content for m in answers]), strict=True)
+    )
     return [
         {
             "id": m.id,
             "role": m.role,
             "content": m.content,
-            "html": render_markdown(m.content) if m.role == "assistant" else None,
+            "html": html.get(id(m)),
             "calls": [c.to_dict() for c in m.calls] if m.calls else None,
             "tool_call_id": m.tool_call_id,
         }

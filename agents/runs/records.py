@@ -35,7 +35,7 @@ def save_checkpoints(rows: list[tuple[int, str, str]]) -> None:
     table = connection.ops.quote_name(Run._meta.db_table)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.executemany(
-            f"UPDATE {table} SET content = %s, thinking = %s WHERE id = %s",  # noqa: S608
+            f"UPDATE {table} SET content = %s, thinking = %s WHERE id = %s",
             [(content, thinking, run_id) for run_id, content, thinking in rows],
         )
 

@@ -1,0 +1,78 @@
+"""Markdown rendering off the server's GIL: a one-process pool for everything but small texts.
+
+markdown-it-py is pure Python (about 2 ms per KB of prose). Rendered in the server process,
+a long answer holds the GIL that the event loop needs for every socket write, so one commit
+stalls every live stream. A child process renders it on another core while the calling
+(database) thread waits with the GIL released.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from .rendering import render_markdown
+
+__all__ = ["INLINE_CHARS", "render_all", "shutdown"]
+
+logger = logging.getLogger(__name__)
+
+# Below this many characters in all, rendering inline is cheaper than the round trip.
+INLINE_CHARS = 1024
+
+_lock = threading.Lock()
+_pool: ProcessPoolExecutor | None = None
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches the whole process group: the server shuts the pool down itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _render_batch(texts: list[str]) -> list[str]:
+    return [render_markdown(text) for text in texts]
+
+
+def _executor() -> ProcessPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            # ``spawn``: forking a process that runs threads (the event loop's helpers,
+            # database threads) can copy a held lock into the child.
+            _pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_ignore_interrupts,
+            )
+        return _pool
+
+
+def render_all(texts: Sequence[str]) -> list[str]:
+    """Render each text with ``render_markdown``; large batches in the rendering process.
+
+    Blocks the calling thread (never call it on the event loop); falls back to rendering
+    inline when the pool is broken, so a crashed child costs speed, never output.
+    """
+    batch = list(texts)
+    if sum(len(text) for text in batch) < INLINE_CHARS:
+        return _render_batch(batch)
+    try:
+        return _executor().submit(_render_batch, batch).result()
+    except BrokenProcessPool:
+        logger.warning("markdown rendering process died; rendering inline and restarting it")
+        shutdown()
+        return _render_batch(batch)
+
+
+def shutdown() -> None:
+    """Stop the rendering process (a later call starts a new one)."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
