@@ -29,6 +29,7 @@ from .models import (
     ProviderEndpoint,
     Scope,
     Tool,
+    bump_config_revision,
 )
 
 JSON_OVERRIDES = {models.JSONField: {"form_class": PrettyJSONField}}
@@ -174,6 +175,7 @@ def _free_positions(policy: AuthorityPolicy, formset: Any) -> None:
         top = max([stored["top"] or 0, *wanted]) + 1
         for offset, pk in enumerate(moving):
             AuthorityRule.objects.filter(pk=pk).update(position=top + offset)
+        bump_config_revision()  # ``update()`` sends no signal
 
 
 @admin.register(Scope)
@@ -254,6 +256,7 @@ class AgentProfileAdmin(admin.ModelAdmin):
                 is_default=False
             )
             AgentProfile.objects.filter(pk=profile.pk).update(is_default=True)
+            bump_config_revision()  # ``update()`` sends no signal
         self.message_user(
             request, format_html("{} is now the default profile.", profile.name), messages.SUCCESS
         )

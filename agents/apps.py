@@ -9,5 +9,7 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         # Built-ins register through the same public registry a third party would use.
         from agents.runtime.builtins import register_builtins
+        from agents.signals import connect_config_signals
 
         register_builtins()
+        connect_config_signals()

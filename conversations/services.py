@@ -23,6 +23,7 @@ from django.http import Http404
 from agents.models import AgentProfile
 from orkestrel.core import Conversation as KitConversation
 from orkestrel.core import estimate_messages
+from workspaces.models import Workspace
 
 from .models import AuthorityDecision, Conversation, Message, Section
 from .render_pool import render_all
@@ -164,7 +165,12 @@ def create_conversation(
             raise ValidationError({"profile": "Choose an enabled agent profile."})
     conversation = Conversation(owner_id=owner.pk, profile=chosen, title=_clean_title(title))
     conversation.full_clean()
-    conversation.save()
+    with transaction.atomic():
+        # Its workspace exists from the start: files can be uploaded before the first message.
+        conversation.workspace = Workspace.objects.create(
+            owner_id=owner.pk, name=conversation.title or "Workspace"
+        )
+        conversation.save()
     return conversation
 
 

@@ -18,12 +18,14 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.utils import timezone
 
 from orkestrel.core.conversation_store import ConversationSnapshot, is_conversation_snapshot
+from orkestrel.core.messages import MessageInput
 from workspaces.stores import in_thread, owner_pk, parse_id
 
 from .models import Conversation, Message, Section, message_dict
-from .writer import Stored, Writer, layout
+from .writer import Stored, Writer, layout, new_message_row
 
 __all__ = ["DjangoConversationStore"]
 
@@ -127,6 +129,28 @@ class DjangoConversationStore:
         groups = layout(snapshot)
         with transaction.atomic():
             Writer(key, groups, self._claim(key)).write(snapshot.get("summary"))
+
+    def append_sync(self, id: str, message: MessageInput) -> None:
+        """Add one new message at the end of the live tail: ``set`` of the stored snapshot plus
+        ``message``, without reading the history (a run's start, at any history length).
+
+        Raises:
+            ValueError: ``id`` is not a canonical UUID string, the message is malformed or its
+                id is stored already, or the conversation is new and the store has no owner.
+            PermissionError: the conversation belongs to another owner than the store's.
+        """
+        key = parse_id(id)
+        if key is None:
+            raise ValueError(f"conversation id must be a canonical UUID string, not {id!r}")
+        with transaction.atomic():
+            stored = self._claim(key)
+            row = new_message_row(key, None, stored.top + 1, message)
+            try:
+                with transaction.atomic():
+                    row.save(force_insert=True)
+            except IntegrityError as error:
+                raise ValueError(f"message id {row.message_id!r} is stored already") from error
+            Conversation.objects.filter(pk=key).update(updated=timezone.now())
 
     def delete_sync(self, id: str) -> None:
         """Drop the conversation ``id`` (sections, messages, runs cascade); absent is a no-op."""

@@ -20,12 +20,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from orkestrel.core.conversation_store import ConversationSnapshot
-from orkestrel.core.messages import create_message, message_to_dict
+from orkestrel.core.messages import MessageInput, create_message, message_to_dict
 from workspaces.stores import ascending, chunked
 
 from .models import Conversation, Message, Section
 
-__all__ = ["Group", "Stored", "Writer", "fingerprint", "layout"]
+__all__ = ["Group", "Stored", "Writer", "fingerprint", "layout", "new_message_row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +223,7 @@ class Writer:
         for message, row in zip(group.messages, known, strict=True):
             placed.add(message["id"])
             if row is None:
-                self.inserts.append(_message(self.key, section, self._next(), message))
+                self.inserts.append(new_message_row(self.key, section, self._next(), message))
                 continue
             pk, parent, _ = row
             if not keep_positions:
@@ -281,10 +281,10 @@ class Writer:
             Message.objects.bulk_create(self.inserts)
 
 
-def _message(
-    key: uuid.UUID, section: Section | None, position: int, value: Mapping[str, Any]
+def new_message_row(
+    key: uuid.UUID, section: Section | None, position: int, value: MessageInput
 ) -> Message:
-    # Normalized through the kit, so the row holds exactly what ``message_to_dict`` emits.
+    """An unsaved row for a kit message (or its dict), normalized as ``message_to_dict`` emits."""
     data = message_to_dict(create_message(value))
     return Message(
         conversation_id=key,

@@ -81,8 +81,15 @@ DATABASES = {
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the chat UI read while a run writes; the timeout rides out short write locks.
+    # IMMEDIATE takes the write lock at BEGIN: a deferred transaction that reads and then
+    # writes fails at once with "database is locked" when another writer got there first
+    # (the timeout never applies to that upgrade), which two servers on one file hit daily.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
     )
 
 REDIS_URL = env("REDIS_URL", default="")

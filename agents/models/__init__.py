@@ -9,14 +9,18 @@ from .authority import AuthorityPolicy, AuthorityRule
 from .context import Instruction, Scope
 from .endpoints import ProviderEndpoint
 from .profiles import AgentProfile
+from .revision import ConfigRevision, bump_config_revision, config_revision_subquery
 from .tools import Tool
 
 __all__ = [
     "AgentProfile",
     "AuthorityPolicy",
     "AuthorityRule",
+    "ConfigRevision",
     "Instruction",
     "ProviderEndpoint",
     "Scope",
     "Tool",
+    "bump_config_revision",
+    "config_revision_subquery",
 ]

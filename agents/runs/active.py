@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from asgiref.sync import sync_to_async
 
 from orkestrel.core import (
     AgentResult,
@@ -169,15 +168,27 @@ class ActiveRun:
         used = estimate_messages(agent.context.build(agent.provider.format))
         return {"used": used, "window": self.session.spec.profile.context_window}
 
-    async def _commit(self, usage: Any = None) -> None:
-        """Persist, then announce the messages that became durable since the last commit."""
-        await self.session.commit(usage)
+    async def _commit(
+        self, usage: TokenUsage | None = None, then: Callable[[], None] | None = None
+    ) -> None:
+        """Persist, then announce the messages that became durable since the last commit.
+
+        One database hop: the writes, the ``committed`` payload (rendered off the GIL) and
+        ``then`` (a run's final row) share it.
+        """
         fresh = [
             m for m in self.session.agent.context.messages.messages() if m.id not in self.committed
         ]
+
+        def rows() -> list[dict[str, Any]] | None:
+            payload = committed_payload(fresh) if fresh else None
+            if then is not None:
+                then()
+            return payload
+
+        payload = await self.session.commit(usage, rows)
         if fresh:
             self.committed.update(m.id for m in fresh)
-            payload = await sync_to_async(committed_payload)(fresh)
             self.emit("committed", messages=payload)
 
     def checkpoint(self) -> tuple[int, str, str] | None:
@@ -194,19 +205,18 @@ class ActiveRun:
         await self.manager.checkpoints_done()
         try:
             if result is not None:
-                await self._commit(result.usage)
-                if result.stop == "abort":
-                    self.emit("abort", reason=reason_text(result.reason))
-                elif result.stop == "exhaust":
+                done = result
+                status = "done" if not done.partial else "partial"
+                await self._commit(done.usage, lambda: finish_run(self.run_id, status, done, ""))
+                if done.stop == "abort":
+                    self.emit("abort", reason=reason_text(done.reason))
+                elif done.stop == "exhaust":
                     self.emit("exhaust", limit=self.session.agent.limit)
-                self.emit("finish", result=result_payload(result), context=self._context())
-                status = "done" if not result.partial else "partial"
-                await sync_to_async(finish_run)(self.run_id, status, result, "")
+                self.emit("finish", result=result_payload(done), context=self._context())
             else:
-                await self._commit()
                 message = str(error) or type(error).__name__
+                await self._commit(then=lambda: finish_run(self.run_id, "error", None, message))
                 self.emit("error", code="run_failed", message=message[:500])
-                await sync_to_async(finish_run)(self.run_id, "error", None, message)
         except Exception:
             logger.exception("settling run %s failed", self.run_id)
         finally:

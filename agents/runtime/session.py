@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -18,6 +18,7 @@ from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
     Agent,
     ConversationManager,
+    ConversationSnapshot,
     InstructionManager,
     Scope,
     TokenUsage,
@@ -34,7 +35,15 @@ from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
 from ..authority import PolicyAuthority
-from ..models import AgentProfile, AuthorityPolicy, AuthorityRule, ProviderEndpoint, Tool
+from ..models import (
+    AgentProfile,
+    AuthorityPolicy,
+    AuthorityRule,
+    ProviderEndpoint,
+    Tool,
+    config_revision_subquery,
+)
+from .profile_config import profile_config
 from .providers import provider_for
 from .registry import ToolContext
 from .summarizer import make_summarizer
@@ -50,6 +59,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 
 class NoProfileError(LookupError):
@@ -70,6 +81,9 @@ class RuntimeSpec:
     rules: tuple[AuthorityRule, ...]
     scope: Scope | None
     instructions: tuple[Mapping[str, Any], ...]
+    # The conversation's title and cumulative usage as loaded (for the run's first frames).
+    title: str = ""
+    usage: TokenUsage = field(default_factory=TokenUsage)
 
 
 def _profile_for(conversation: Conversation) -> AgentProfile:
@@ -84,12 +98,14 @@ def _profile_for(conversation: Conversation) -> AgentProfile:
 
 def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
     """Load the rows behind one conversation of ``user_id`` (``Conversation.DoesNotExist``)."""
-    conversation = Conversation.objects.select_related("profile").get(
-        id=conversation_id, owner_id=user_id
+    conversation = (
+        Conversation.objects.select_related("profile")
+        .annotate(config_revision=config_revision_subquery())
+        .get(id=conversation_id, owner_id=user_id)
     )
     profile = _profile_for(conversation)
-    endpoint = profile.endpoint()
-    if endpoint is None:
+    config = profile_config(profile, conversation.config_revision)
+    if config.endpoint is None:
         raise NoProfileError(f"profile {profile.slug!r} names a missing endpoint")
     if conversation.workspace_id is None:
         # Every conversation gets a workspace the first time it runs.
@@ -101,21 +117,20 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         workspace_id = str(workspace.id)
     else:
         workspace_id = str(conversation.workspace_id)
-    policy = profile.authority_policy
-    rules = tuple(policy.rules.order_by("position")) if policy is not None else ()
-    scope = profile.scope.to_core() if profile.scope is not None else None
     return RuntimeSpec(
         conversation_id=str(conversation.id),
         user_id=user_id,
         workspace_id=workspace_id,
         profile=profile,
-        endpoint=endpoint,
-        tools=tuple(profile.tools.filter(enabled=True).order_by("name")),
-        policy=policy,
-        rules=rules,
-        scope=scope,
-        instructions=tuple(
-            row.to_core_input() for row in profile.instructions.filter(enabled=True)
+        endpoint=config.endpoint,
+        tools=config.tools,
+        policy=config.policy,
+        rules=config.rules,
+        scope=config.scope,
+        instructions=config.instructions,
+        title=conversation.title,
+        usage=TokenUsage(
+            conversation.usage_prompt, conversation.usage_completion, conversation.usage_total
         ),
     )
 
@@ -132,6 +147,29 @@ class DecisionLog:
     def drain(self) -> list[tuple[ToolCall, Decision, AuthorityRule | None]]:
         pending, self.pending = self.pending, []
         return pending
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceChanges:
+    """A session's file changes, merged into what is stored at commit time.
+
+    Only paths the agent touched are written back, so a file the user uploads while a run is
+    going is never overwritten or dropped.
+    """
+
+    written: Mapping[str, Mapping[str, Any]]
+    removed: frozenset[str]
+    cleared: bool
+
+    def save(self, store: DjangoWorkspaceStore, workspace_id: str) -> None:
+        stored = store.get_sync(workspace_id)
+        files: dict[str, Any] = {}
+        if stored is not None and not self.cleared:
+            files = {file["path"]: file for file in stored["files"]}
+        files.update(self.written)
+        for path in self.removed:
+            files.pop(path, None)
+        store.set_sync({"id": workspace_id, "files": list(files.values())})
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,34 +326,52 @@ class ChatSession:
             agent.context.tools.add(tool)
         return cls(spec, agent, conversations, workspaces, decisions)
 
-    async def commit(self, usage: TokenUsage | None = None) -> None:
-        """Persist what changed: the conversation, the workspace, decisions and usage."""
-        await self.conversations.save(self.conversation_id)
-        if self._written or self._removed or self._cleared:
-            await self._save_workspace()
-        decisions = self.decisions.drain()
-        if decisions or usage is not None:
-            await sync_to_async(self._write_rows)(decisions, usage)
+    async def commit(
+        self, usage: TokenUsage | None = None, then: Callable[[], R] | None = None
+    ) -> R | None:
+        """Persist what changed (conversation, workspace, decisions, usage) in one database hop.
 
-    async def _save_workspace(self) -> None:
-        """Merge this session's file changes into what is stored now, then save that."""
+        The snapshots are taken here, on the event loop, so the agent may go on meanwhile;
+        ``then`` runs in the same hop and transaction after the writes, and its value is
+        returned (a run's final rows and payloads, without a hop of their own).
+        """
+        conversation = self.conversations.conversation(self.conversation_id)
+        snapshot = conversation.snapshot() if conversation is not None else None
+        files = self._workspace_changes()
+        decisions = self.decisions.drain()
+        return await sync_to_async(self._commit_rows)(snapshot, files, decisions, usage, then)
+
+    def _commit_rows(
+        self,
+        snapshot: ConversationSnapshot | None,
+        files: WorkspaceChanges | None,
+        decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]],
+        usage: TokenUsage | None,
+        then: Callable[[], R] | None,
+    ) -> R | None:
+        with transaction.atomic():
+            if snapshot is not None:
+                DjangoConversationStore(owner=self.spec.user_id).set_sync(snapshot)
+            if files is not None:
+                files.save(DjangoWorkspaceStore(owner=self.spec.user_id), self.spec.workspace_id)
+            self._write_rows(decisions, usage)
+            return then() if then is not None else None
+
+    def _workspace_changes(self) -> WorkspaceChanges | None:
+        """This session's file changes since the last commit (``None`` when there are none)."""
+        if not (self._written or self._removed or self._cleared):
+            return None
         workspace = self.workspaces.workspace(self.spec.workspace_id)
-        store = self.workspaces.store
-        if workspace is None or store is None:
-            return
-        written, removed, cleared = self._written, self._removed, self._cleared
+        if workspace is None:
+            return None
+        mine = {file["path"]: file for file in workspace.snapshot()["files"]}
+        changes = WorkspaceChanges(
+            written={path: mine[path] for path in self._written if path in mine},
+            removed=frozenset(self._removed),
+            cleared=self._cleared,
+        )
         self._written, self._removed, self._cleared = set(), set(), False
-        stored = await store.get(self.spec.workspace_id)
-        files: dict[str, Any] = {}
-        if stored is not None and not cleared:
-            files = {file["path"]: file for file in stored["files"]}
-        mine = workspace.snapshot()
-        for file in mine["files"]:
-            if file["path"] in written:
-                files[file["path"]] = file
-        for path in removed:
-            files.pop(path, None)
-        await store.set({"id": self.spec.workspace_id, "files": list(files.values())})
+        return changes
 
     def _write_rows(
         self,

@@ -366,3 +366,50 @@ def test_concurrent_first_saves_of_one_conversation_both_succeed(user) -> None:
         thread.join()
     assert errors == []
     assert DjangoConversationStore().get_sync(conversation.id) in snapshots
+
+
+# -- append (a run's start) ------------------------------------------------------------------
+
+
+def test_append_lands_exactly_as_a_set_of_the_longer_snapshot_would(django_store) -> None:
+    conversation = compacted()
+    django_store.set_sync(conversation.snapshot())
+    message = {"id": "m-new", "role": "user", "content": "one more"}
+
+    django_store.append_sync(conversation.id, message)
+
+    conversation.add(message)
+    assert django_store.get_sync(conversation.id) == conversation.snapshot()
+
+
+@pytest.mark.parametrize("size", [10, 1_000])
+def test_append_costs_the_same_queries_at_any_history_length(django_store, size) -> None:
+    conversation = history(size)
+    django_store.set_sync(conversation.snapshot())
+    with CaptureQueriesContext(connection) as queries:
+        django_store.append_sync(conversation.id, {"role": "user", "content": "next"})
+    assert len(writes(queries.captured_queries)) == 2  # the message and ``updated``
+    assert len(queries.captured_queries) <= 8  # with the lock read and savepoints
+
+
+def test_append_of_a_stored_id_is_refused_and_changes_nothing(django_store) -> None:
+    conversation = compacted()
+    django_store.set_sync(conversation.snapshot())
+    before = django_store.get_sync(conversation.id)
+    taken = conversation.messages()[-1].id
+
+    with pytest.raises(ValueError, match="stored already"):
+        django_store.append_sync(conversation.id, {"id": taken, "role": "user", "content": "x"})
+
+    assert django_store.get_sync(conversation.id) == before
+
+
+def test_append_to_another_users_conversation_is_refused(django_store, other_user) -> None:
+    conversation = compacted()
+    django_store.set_sync(conversation.snapshot())
+    stranger = DjangoConversationStore(owner=other_user)
+
+    with pytest.raises(PermissionError):
+        stranger.append_sync(conversation.id, {"role": "user", "content": "mine now"})
+
+    assert Message.objects.filter(content="mine now").count() == 0
