@@ -234,16 +234,14 @@ async def concurrency(
     many = Figures()
     for client in clients:
         many.add(client, count, tick)
-    window, steady = many.steady()
     print(f"   run start          {spread(many.starts)}  (send -> started frame)")
     print(f"   added latency      {spread(many.latencies)}  (delta stamp -> client)")
     print(f"   beyond the tick    {spread(many.beyond)}  (frame - first delta - tick)")
-    if window > 0:
-        print(f"   all {len(ids)} streaming  {spread(steady)}  (added, the {window:.1f} s all ran)")
-    else:
-        print(
-            f"   all {len(ids)} streaming  never at once (the last run began after the first ended)"
-        )
+    for name, window, latencies in many.phases():
+        if window > 0:
+            print(f"   {name:<18} {spread(latencies)}  (added, over {window:.1f} s)")
+        else:
+            print(f"   {name:<18} never (the last run began after the first ended)")
     print(f"   provider lag       {spread(many.lags)}  (loop lateness, not in the above)")
     if args.timeline:
         many.timeline(min(client.sent for client in clients))

@@ -188,8 +188,26 @@ class Figures:
         if not self.firsts:
             return 0.0, []
         low, high = max(self.firsts), min(self.lasts)
-        inside = [v for s, v in zip(self.stamps, self.latencies, strict=True) if low <= s <= high]
-        return high - low, inside
+        return high - low, self.between(low, high)
+
+    def phases(self) -> list[tuple[str, float, list[float]]]:
+        """Latencies while runs were starting, while all streamed, while runs were finishing."""
+        if not self.firsts:
+            return []
+        began, ended = (min(self.firsts), max(self.firsts)), (min(self.lasts), max(self.lasts))
+        steady = (began[1], ended[0])
+        return [
+            (name, high - low, self.between(low, high))
+            for name, (low, high) in (
+                ("runs starting", began),
+                ("all streaming", steady),
+                ("runs finishing", ended),
+            )
+        ]
+
+    def between(self, low: float, high: float) -> list[float]:
+        """Latencies of the deltas stamped in ``[low, high]``."""
+        return [v for s, v in zip(self.stamps, self.latencies, strict=True) if low <= s <= high]
 
     def timeline(self, origin: float) -> None:
         """Per second since the first send: runs that began, deltas, latency, provider lag."""
