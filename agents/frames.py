@@ -21,6 +21,7 @@ __all__ = [
     "FrameError",
     "IMAGE_SIGNATURES",
     "MAX_FRAME_BYTES",
+    "is_denial",
     "parse_client_frame",
     "result_payload",
     "tool_payload",
@@ -116,10 +117,15 @@ def parse_client_frame(text: str | None) -> ClientFrame:
     return ClientFrame(kind)
 
 
+def is_denial(error: str | None) -> bool:
+    """Whether a tool result's error is the authority's refusal (not the tool failing)."""
+    return error is not None and (error.startswith("denied:") or error == "denied by authority")
+
+
 def tool_payload(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     """The ``call`` / ``result`` / ``denied`` / ``reason`` fields of a ``tool`` frame."""
     error = result.error
-    denied = error is not None and (error.startswith("denied:") or error == "denied by authority")
+    denied = is_denial(error)
     outcome: dict[str, Any] = {"error": error} if error is not None else {"value": result.value}
     reason = None
     if denied and error.startswith("denied:"):

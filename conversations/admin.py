@@ -19,7 +19,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .models import AuthorityDecision, Conversation, Message, Run, Section
+from .models import AuthorityDecision, Conversation, Message, Run, Section, ToolFailure
 
 # A transcript page stays renderable however long the history: the newest live messages and
 # the first originals of each section are shown, with a count of the rest.
@@ -78,6 +78,14 @@ class DecisionInline(ReadOnlyMixin, admin.TabularInline):
         return pretty_json(decision.arguments)
 
 
+class FailureInline(ReadOnlyMixin, admin.TabularInline):
+    model = ToolFailure
+    extra = 0
+    fields = ["created", "run", "tool_name", "tool_call_id", "error"]
+    readonly_fields = fields
+    verbose_name_plural = "tool failures"
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ["__str__", "owner", "profile", "message_count", "usage_total", "updated"]
@@ -101,7 +109,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "rollup",
         "transcript",
     ]
-    inlines = [RunInline, DecisionInline]
+    inlines = [RunInline, DecisionInline, FailureInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -202,4 +210,13 @@ class AuthorityDecisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["allowed", "zone", "created"]
     list_select_related = ["conversation"]
     search_fields = ["tool_name", "rule_label", "reason"]
+    date_hierarchy = "created"
+
+
+@admin.register(ToolFailure)
+class ToolFailureAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["created", "tool_name", "tool_call_id", "conversation"]
+    list_filter = ["tool_name", "created"]
+    list_select_related = ["conversation"]
+    search_fields = ["tool_name", "error"]
     date_hierarchy = "created"

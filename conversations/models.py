@@ -25,6 +25,7 @@ __all__ = [
     "Message",
     "Run",
     "Section",
+    "ToolFailure",
     "message_dict",
 ]
 
@@ -327,3 +328,43 @@ class AuthorityDecision(models.Model):
         super().clean()
         if self.run_id is not None and self.run.conversation_id != self.conversation_id:
             raise ValidationError({"run": "The run belongs to another conversation."})
+
+
+class ToolFailure(models.Model):
+    """A tool call that failed (raised, timed out, bad arguments): its card reads as an error.
+
+    The kit's tool message carries only the error text, the same shape as a result; this row
+    is what tells the two apart after a reload. Denials are ``AuthorityDecision`` rows.
+    """
+
+    run = models.ForeignKey(
+        Run,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="failures",
+        verbose_name="run",
+    )
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="tool_failures",
+        verbose_name="conversation",
+    )
+    tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH)
+    tool_name = models.CharField("tool", max_length=200)
+    error = models.TextField("error")
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "tool failure"
+        verbose_name_plural = "tool failures"
+        ordering = ["created", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "tool_call_id"], name="tool_failure_call_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} failed"

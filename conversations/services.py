@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -25,7 +26,7 @@ from orkestrel.core import Conversation as KitConversation
 from orkestrel.core import estimate_messages
 from workspaces.models import Workspace
 
-from .models import AuthorityDecision, Conversation, Message, Section
+from .models import AuthorityDecision, Conversation, Message, Section, ToolFailure
 from .render_pool import render_all
 from .rendering import render_markdown
 
@@ -67,6 +68,7 @@ class ConversationState(TypedDict):
     usage: dict[str, int]
     context: dict[str, int | None]
     denials: dict[str, dict[str, str]]
+    failures: list[str]
 
 
 # -- ownership -------------------------------------------------------------------------------
@@ -294,6 +296,9 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             conversation=conversation, allowed=False
         ).exclude(tool_call_id="")
     }
+    failures = list(
+        ToolFailure.objects.filter(conversation=conversation).values_list("tool_call_id", flat=True)
+    )
     return {
         "conversation": {
             "id": str(conversation.pk),
@@ -321,6 +326,7 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             "window": profile.context_window if profile is not None else None,
         },
         "denials": denials,
+        "failures": failures,
     }
 
 
@@ -341,9 +347,13 @@ def pretty_json(value: Any) -> str:
 
 
 def transcript_items(
-    messages: list[MessagePayload], denials: dict[str, dict[str, str]]
+    messages: list[MessagePayload],
+    denials: dict[str, dict[str, str]],
+    failures: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Group messages for display: each assistant turn with its tool cards and their results.
+
+    ``failures`` are the ids of calls whose tool failed: their result reads as an error.
 
     Mirrors ``transcriptItems`` in ``static/orkestrel/render.js``, which rebuilds the same DOM
     from a ``state`` frame.
@@ -365,6 +375,7 @@ def transcript_items(
                     "arguments": pretty_json(call.get("arguments", {})),
                     "result": pretty_json(result["content"]) if result is not None else None,
                     "denial": denials.get(call_id),
+                    "failed": call_id in failures,
                 }
             )
         items.append({"message": message, "tools": tools})

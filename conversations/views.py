@@ -120,7 +120,7 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
     """The chat view: the committed transcript rendered here, the live part by ``chat.js``."""
     conversation = get_conversation(user=request.user, conversation_id=conversation_id)
     state = conversation_state(user=request.user, conversation_id=conversation_id)
-    items = transcript_items(state["messages"], state["denials"])
+    items = transcript_items(state["messages"], state["denials"], set(state["failures"]))
     answer = next(
         (
             item["message"]["id"]
@@ -130,7 +130,12 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         None,
     )
     sections = [
-        {"section": section, "items": transcript_items(section["messages"], state["denials"])}
+        {
+            "section": section,
+            "items": transcript_items(
+                section["messages"], state["denials"], set(state["failures"])
+            ),
+        }
         for section in state["sections"]
     ]
     context = {

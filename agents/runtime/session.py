@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from conversations.models import AuthorityDecision, Conversation
+from conversations.models import AuthorityDecision, Conversation, ToolFailure
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
     Agent,
@@ -23,6 +23,7 @@ from orkestrel.core import (
     Scope,
     TokenUsage,
     ToolCall,
+    ToolResult,
     WorkspaceManager,
     create_budget,
     create_token_budget,
@@ -35,6 +36,7 @@ from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
 from ..authority import PolicyAuthority
+from ..frames import is_denial
 from ..models import (
     AgentProfile,
     AuthorityPolicy,
@@ -140,13 +142,23 @@ class DecisionLog:
     """Authority decisions made during a run, written to the database at commit points."""
 
     pending: list[tuple[ToolCall, Decision, AuthorityRule | None]] = field(default_factory=list)
+    # Calls whose tool failed (not denied): their cards must still read as errors after reload.
+    failures: list[tuple[ToolCall, str]] = field(default_factory=list)
 
     def record(self, call: ToolCall, decision: Decision, rule: AuthorityRule | None) -> None:
         self.pending.append((call, decision, rule))
 
+    def record_result(self, call: ToolCall, result: ToolResult) -> None:
+        if result.error is not None and not is_denial(result.error):
+            self.failures.append((call, result.error))
+
     def drain(self) -> list[tuple[ToolCall, Decision, AuthorityRule | None]]:
         pending, self.pending = self.pending, []
         return pending
+
+    def drain_failures(self) -> list[tuple[ToolCall, str]]:
+        failures, self.failures = self.failures, []
+        return failures
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +225,7 @@ class ChatSession:
         self._written: set[str] = set()
         self._removed: set[str] = set()
         self._cleared = False
+        agent.emitter.on("tool", decisions.record_result)
         for workspace in workspaces.workspaces():
             emitter = workspace.emitter
             emitter.on("write", lambda file: self._touch(file.path))
@@ -339,13 +352,17 @@ class ChatSession:
         snapshot = conversation.snapshot() if conversation is not None else None
         files = self._workspace_changes()
         decisions = self.decisions.drain()
-        return await sync_to_async(self._commit_rows)(snapshot, files, decisions, usage, then)
+        failures = self.decisions.drain_failures()
+        return await sync_to_async(self._commit_rows)(
+            snapshot, files, decisions, failures, usage, then
+        )
 
     def _commit_rows(
         self,
         snapshot: ConversationSnapshot | None,
         files: WorkspaceChanges | None,
         decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]],
+        failures: list[tuple[ToolCall, str]],
         usage: TokenUsage | None,
         then: Callable[[], R] | None,
     ) -> R | None:
@@ -355,6 +372,20 @@ class ChatSession:
             if files is not None:
                 files.save(DjangoWorkspaceStore(owner=self.spec.user_id), self.spec.workspace_id)
             self._write_rows(decisions, usage)
+            if failures:
+                ToolFailure.objects.bulk_create(
+                    [
+                        ToolFailure(
+                            run_id=self.run_id,
+                            conversation_id=self.conversation_id,
+                            tool_call_id=call.id,
+                            tool_name=call.name,
+                            error=error,
+                        )
+                        for call, error in failures
+                    ],
+                    ignore_conflicts=True,
+                )
             return then() if then is not None else None
 
     def _workspace_changes(self) -> WorkspaceChanges | None:

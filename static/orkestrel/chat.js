@@ -39,6 +39,8 @@ const tracker = new RunTracker();
 let live = null; // the LiveRun being streamed, or null
 let connectedBefore = false;
 let denials = {};
+// Ids of calls whose tool failed: their cards read as errors when re-rendered.
+let failures = new Set();
 const pending = new Map(); // nonce -> {li, content}: sent, not yet acknowledged by `started`
 
 // -- notices and status -------------------------------------------------------------------
@@ -134,9 +136,10 @@ function follow(wasNear) {
 
 function renderState(state) {
   denials = state.denials || {};
+  failures = new Set(state.failures || []);
   const nodes = [];
-  for (const section of state.sections || []) nodes.push(renderSection(section, denials));
-  for (const item of transcriptItems(state.messages || [], denials)) {
+  for (const section of state.sections || []) nodes.push(renderSection(section, denials, failures));
+  for (const item of transcriptItems(state.messages || [], denials, failures)) {
     nodes.push(renderMessage(item.message, item.tools));
   }
   transcript.replaceChildren(...nodes);
@@ -230,6 +233,7 @@ const handlers = {
   tool(frame) {
     startLive(frame.run).tool(frame);
     if (frame.denied && frame.call) denials[frame.call.id] = { reason: frame.reason, rule: frame.rule };
+    else if (frame.call && frame.result && frame.result.error != null) failures.add(frame.call.id);
     const name = frame.call?.name || "";
     if (name === "workspace" || name.startsWith("workspace_")) workspace.refresh();
   },
@@ -252,7 +256,7 @@ const handlers = {
     for (const li of topItems()) if (folded.has(li.dataset.messageId)) li.remove();
     const sections = transcript.querySelectorAll(":scope > .compaction");
     const after = sections[sections.length - 1];
-    const node = renderSection(section, denials);
+    const node = renderSection(section, denials, failures);
     if (after) after.after(node);
     else transcript.prepend(node);
   },
@@ -422,6 +426,7 @@ compactForm.addEventListener("submit", (event) => {
 const workspace = new WorkspacePanel(root, notify);
 const initial = JSON.parse(document.getElementById("chat-state").textContent);
 denials = initial.denials || {};
+failures = new Set(initial.failures || []);
 showContext(initial.context);
 markAnswer();
 autosize();

@@ -83,7 +83,7 @@ export function fillToolCard(card, tool) {
   } else if (!hasResult && !hasError) {
     head.append(el("span", { className: "badge badge-pending", text: "no result" }));
   } else if (hasError) {
-    head.append(el("span", { className: "badge badge-error", text: "error" }));
+    head.append(el("span", { className: "badge badge-error", "data-testid": "tool-failed", text: "error" }));
   }
   card.append(head);
   if (tool.denied) {
@@ -143,7 +143,7 @@ export function renderMessage(message, tools = []) {
 }
 
 /** Group messages as the server does: tool results go inside their call's card. */
-export function transcriptItems(messages, denials = {}) {
+export function transcriptItems(messages, denials = {}, failures = new Set()) {
   const results = new Map();
   const called = new Set();
   for (const message of messages) {
@@ -158,7 +158,8 @@ export function transcriptItems(messages, denials = {}) {
       const denial = denials[call.id];
       const tool = { id: call.id, name: call.name, arguments: call.arguments };
       if (denial) Object.assign(tool, { denied: true, reason: denial.reason, rule: denial.rule });
-      if (result) tool[denial ? "error" : "result"] = result.content;
+      // A denied or failed call's tool message holds the error text, shaped like a result.
+      if (result) tool[denial || failures.has(call.id) ? "error" : "result"] = result.content;
       return tool;
     });
     items.push({ message, tools });
@@ -167,9 +168,9 @@ export function transcriptItems(messages, denials = {}) {
 }
 
 /** A compaction notice: the recap (collapsed) and the original messages (collapsed). */
-export function renderSection(section, denials = {}) {
+export function renderSection(section, denials = {}, failures = new Set()) {
   const originals = el("ol", { className: "originals" });
-  for (const item of transcriptItems(section.messages || [], denials)) {
+  for (const item of transcriptItems(section.messages || [], denials, failures)) {
     originals.append(renderMessage(item.message, item.tools));
   }
   const recap = el("div", { className: "recap-body" });

@@ -174,6 +174,44 @@ async def test_profile_scope_hides_tools_the_model_then_cannot_call(user, fast_d
     assert tool["result"] == {"error": "tool not found: workspace"}
 
 
+async def test_a_failed_tool_call_is_recorded_so_its_card_reads_as_an_error_after_reload(
+    user, fast_demo
+):
+    from agents.models import Scope
+    from conversations.models import Conversation, ToolFailure
+    from conversations.services import conversation_state
+
+    def setup():
+        fast_demo.scope = Scope.objects.create(name="fetch only", tools=["http_fetch"])
+        fast_demo.save()
+        return Conversation.objects.create(owner=user, profile=fast_demo)
+
+    conversation = await sync_to_async(setup)()
+    frames = await run_to_end(RunManager(), user, conversation, "list my files")
+    call = next(f for f in frames.frames if f["type"] == "tool")["call"]
+    failure = await sync_to_async(ToolFailure.objects.get)(conversation=conversation)
+    assert failure.tool_call_id == call["id"] and failure.tool_name == "workspace"
+    assert failure.error == "tool not found: workspace" and failure.run_id is not None
+    state = await sync_to_async(conversation_state)(user=user, conversation_id=conversation.id)
+    assert state["failures"] == [call["id"]] and state["denials"] == {}
+
+
+async def test_a_denied_call_is_a_denial_not_a_failure(user, fast_demo):
+    from agents.models import AuthorityPolicy, AuthorityRule
+    from conversations.models import Conversation, ToolFailure
+
+    def setup():
+        policy = AuthorityPolicy.objects.create(name="no files")
+        AuthorityRule.objects.create(policy=policy, position=1, tool_glob="work*", reason="no")
+        fast_demo.authority_policy = policy
+        fast_demo.save()
+        return Conversation.objects.create(owner=user, profile=fast_demo)
+
+    conversation = await sync_to_async(setup)()
+    await run_to_end(RunManager(), user, conversation, "show my files")
+    assert not await sync_to_async(ToolFailure.objects.filter(conversation=conversation).exists)()
+
+
 async def test_an_untitled_conversation_is_named_after_its_first_message(user, fast_demo):
     from conversations.models import Conversation
 

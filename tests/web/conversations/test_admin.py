@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.admin import LIVE_LIMIT
-from conversations.models import AuthorityDecision, Conversation, Run
+from conversations.models import AuthorityDecision, Conversation, Run, ToolFailure
 from orkestrel.core import create_conversation
 
 from .helpers import chat, compacted, new_id
@@ -104,7 +104,7 @@ def test_only_the_title_is_editable(operator, written) -> None:
     form = operator.get(url).context["adminform"].form
     assert list(form.fields) == ["title"]
     data = {"title": "Renamed"}
-    for prefix in ("runs", "decisions"):
+    for prefix in ("runs", "decisions", "tool_failures"):
         data |= {f"{prefix}-TOTAL_FORMS": "0", f"{prefix}-INITIAL_FORMS": "0"}
     response = operator.post(url, data)
     assert response.status_code == 302
@@ -123,7 +123,15 @@ def test_adding_and_deleting_conversations_is_forbidden(operator, written) -> No
 def test_runs_and_decisions_have_their_own_read_only_pages(operator, written) -> None:
     _, row = written
     run = row.runs.get()
-    for name, pk in (("run", run.pk), ("authoritydecision", row.decisions.first().pk)):
+    failure = ToolFailure.objects.create(
+        conversation=row, run=run, tool_call_id="c9", tool_name="http_fetch", error="refused"
+    )
+    pages = (
+        ("run", run.pk),
+        ("authoritydecision", row.decisions.first().pk),
+        ("toolfailure", failure.pk),
+    )
+    for name, pk in pages:
         changelist = operator.get(reverse(f"admin:conversations_{name}_changelist"))
         assert changelist.status_code == 200
         page = operator.get(reverse(f"admin:conversations_{name}_change", args=[pk]))

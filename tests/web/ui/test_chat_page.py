@@ -8,7 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from conversations.models import AuthorityDecision, Conversation, Section
+from conversations.models import AuthorityDecision, Conversation, Section, ToolFailure
 
 pytestmark = pytest.mark.django_db
 
@@ -97,6 +97,32 @@ def test_tool_calls_render_as_cards_with_results_and_denials(
     assert "Shell commands are not allowed" in page and "no-shell" in page
     # A tool message is shown inside its call's card, not as a message of its own.
     assert 'data-role="tool"' not in page
+
+
+def test_a_failed_tool_call_renders_as_an_error_card_after_reload(
+    alice_client, conversation, add_message
+):
+    add_message(conversation, "user", "fetch it")
+    add_message(
+        conversation,
+        "assistant",
+        "",
+        calls=[
+            {"id": "c1", "name": "http_fetch", "arguments": {"url": "http://nowhere"}},
+            {"id": "c2", "name": "workspace", "arguments": {"operation": "list"}},
+        ],
+    )
+    add_message(conversation, "tool", '"connection refused"', tool_call_id="c1")
+    add_message(conversation, "tool", '["a.txt"]', tool_call_id="c2")
+    ToolFailure.objects.create(
+        conversation=conversation, tool_call_id="c1", tool_name="http_fetch", error="refused"
+    )
+    page = chat(alice_client, conversation)
+    assert page.count('data-testid="tool-failed"') == 1
+    failed = page.split('data-call-id="c1"')[1].split('data-call-id="c2"')[0]
+    assert "tool-result is-error" in failed and "Error" in failed
+    ok = page.split('data-call-id="c2"')[1]
+    assert "tool-result is-error" not in ok.split("</details>")[0]
 
 
 def test_sections_render_as_compaction_notices_with_their_originals(

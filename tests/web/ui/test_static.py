@@ -51,3 +51,13 @@ def test_module_uses_no_remote_resources(module):
     source = module.read_text()
     assert "http://" not in source and "https://" not in source
     assert "eval(" not in source and "new Function" not in source
+
+
+@needs_node
+def test_tool_messages_become_results_errors_and_denials_on_their_cards():
+    script = Path(__file__).parent / "js" / "transcript_check.mjs"
+    result = subprocess.run(
+        [NODE, str(script), str(STATIC / "render.js")], capture_output=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().startswith("ok ")

@@ -1,0 +1,58 @@
+// Checks transcriptItems() of static/orkestrel/render.js under Node: how a `state` frame's
+// tool messages become card results, errors and denials. Run by tests/web/ui/test_static.py.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+
+const source = readFileSync(process.argv[2], "utf8");
+const { transcriptItems } = await import(
+  `data:text/javascript;base64,${Buffer.from(source).toString("base64")}`
+);
+
+const messages = [
+  { id: "u", role: "user", content: "go", calls: null },
+  {
+    id: "a",
+    role: "assistant",
+    content: "",
+    calls: [
+      { id: "ok", name: "workspace", arguments: {} },
+      { id: "bad", name: "http_fetch", arguments: {} },
+      { id: "no", name: "shell", arguments: {} },
+    ],
+  },
+  { id: "t1", role: "tool", content: '["a.txt"]', tool_call_id: "ok" },
+  { id: "t2", role: "tool", content: '"connection refused"', tool_call_id: "bad" },
+  { id: "t3", role: "tool", content: "denied: no shell", tool_call_id: "no" },
+];
+
+const cases = {
+  "a result, a failure and a denial each land on their card"() {
+    const denials = { no: { reason: "no shell", rule: "#1" } };
+    const items = transcriptItems(messages, denials, new Set(["bad"]));
+    assert.deepEqual(
+      items.map((item) => item.message.id),
+      ["u", "a"],
+    );
+    const [ok, bad, no] = items[1].tools;
+    assert.equal(ok.result, '["a.txt"]');
+    assert.equal(ok.error, undefined);
+    assert.equal(bad.error, '"connection refused"');
+    assert.equal(bad.result, undefined);
+    assert.equal(no.error, "denied: no shell");
+    assert.equal(no.denied, true);
+  },
+  "without failures every undenied tool message is a result"() {
+    const [, bad] = transcriptItems(messages, {})[1].tools;
+    assert.equal(bad.result, '"connection refused"');
+  },
+};
+
+for (const [name, check] of Object.entries(cases)) {
+  try {
+    check();
+  } catch (error) {
+    console.error(`FAILED: ${name}\n${error.stack}`);
+    process.exit(1);
+  }
+}
+console.log(`ok ${Object.keys(cases).length} cases`);
