@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from orkestrel.core import Message, mint_id
+from workspaces.stores import in_thread
 
 from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
@@ -146,7 +146,7 @@ class RunManager:
         try:
             message = Message(mint_id(), "user", content, images=images or None)
             # One database hop: load everything, make the user message durable, open the run.
-            loaded, run_id, usage, user_payload, title = await sync_to_async(prepare_run)(
+            loaded, run_id, usage, user_payload, title = await in_thread(prepare_run)(
                 conversation_id, user_id, message
             )
             session = await ChatSession.from_loaded(loaded)
@@ -208,7 +208,7 @@ class RunManager:
             rows = [row for active in list(self._runs.values()) if (row := active.checkpoint())]
             if not rows:
                 continue
-            self._saving = asyncio.ensure_future(sync_to_async(save_checkpoints)(rows))
+            self._saving = asyncio.ensure_future(in_thread(save_checkpoints)(rows))
             try:
                 await self._saving
             except Exception:  # noqa: BLE001 - a failed checkpoint must not stop the next

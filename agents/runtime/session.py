@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -33,7 +32,7 @@ from orkestrel.core import (
     AuthorityDecision as Decision,
 )
 from workspaces.models import Workspace
-from workspaces.stores import DjangoWorkspaceStore
+from workspaces.stores import DjangoWorkspaceStore, in_thread
 
 from ..authority import PolicyAuthority
 from ..frames import is_denial
@@ -258,7 +257,7 @@ class ChatSession:
     @classmethod
     async def open(cls, conversation_id: str, user_id: int) -> ChatSession:
         """Build the session for a conversation the user owns (one database hop)."""
-        loaded = await sync_to_async(load_session)(conversation_id, user_id)
+        loaded = await in_thread(load_session)(conversation_id, user_id)
         return await cls.from_loaded(loaded)
 
     @classmethod
@@ -353,9 +352,7 @@ class ChatSession:
         files = self._workspace_changes()
         decisions = self.decisions.drain()
         failures = self.decisions.drain_failures()
-        return await sync_to_async(self._commit_rows)(
-            snapshot, files, decisions, failures, usage, then
-        )
+        return await in_thread(self._commit_rows)(snapshot, files, decisions, failures, usage, then)
 
     def _commit_rows(
         self,

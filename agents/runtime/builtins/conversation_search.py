@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db.models import Count, Max
 
 from conversations.models import Conversation as ConversationRow
 from conversations.models import Message as MessageRow
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import ConversationSnapshot, Tool, create_conversation, create_tool
+from workspaces.stores import in_thread
 
 from ..registry import ToolContext
 
@@ -132,7 +132,7 @@ async def search_conversations(
     Without an active workspace nothing is written: ``path`` is ``None`` and the entry carries
     the ``reference`` text instead.
     """
-    candidates = await sync_to_async(find_candidates)(
+    candidates = await in_thread(find_candidates)(
         context.user_id, context.conversation_id, query, limit
     )
     workspace = context.agent_context.workspaces.active
