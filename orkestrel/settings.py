@@ -99,8 +99,17 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py's default 5 s socket timeout equals channels-redis's blocking read:
             # without this, every idle socket's receive times out and the socket is dropped.
+            # Each open websocket holds one pooled connection in its blocking read, and
+            # redis-py 8 caps a pool at 100 by default: the 101st socket failed with "Too many
+            # connections" and was closed. Size the pool for the sockets one process serves.
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": None,
+                        "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=10_000),
+                    }
+                ],
                 "capacity": 10_000,
                 "expiry": 60,
             },
