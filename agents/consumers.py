@@ -80,6 +80,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.group = group_name(self.conversation_id)
         if self.channel_layer is not None:
             await self.channel_layer.group_add(self.group, self.channel_name)
+        if is_shared(self.channel_layer):
+            # A run in another process publishes to the layer only while someone listens.
+            await self.channel_layer.group_send(join_group(self.conversation_id), self._listening())
         await self._send_state()
 
     async def disconnect(self, code: int) -> None:
@@ -179,13 +182,30 @@ class ChatConsumer(AsyncWebsocketConsumer):
         reply = await layer.new_channel()
         await layer.group_send(
             join_group(self.conversation_id),
-            {"type": "run.join", "conversation": self.conversation_id, "reply": reply},
+            {
+                "type": "run.join",
+                "conversation": self.conversation_id,
+                "origin": self.manager.origin,
+                "reply": reply,
+            },
         )
         try:
             message = await asyncio.wait_for(layer.receive(reply), JOIN_TIMEOUT)
         except TimeoutError:
             return None
         return message.get("snapshot")
+
+    def _listening(self) -> dict[str, Any]:
+        return {
+            "type": "run.listen",
+            "conversation": self.conversation_id,
+            "origin": self.manager.origin,
+        }
+
+    async def run_probe(self, event: dict[str, Any]) -> None:
+        """A run started in another process asks who listens: this socket does."""
+        if event.get("origin") != self.manager.origin and event.get("reply"):
+            await self.channel_layer.send(event["reply"], self._listening())
 
     async def run_frames(self, event: dict[str, Any]) -> None:
         """Frames of a run in another process (this process's frames come directly)."""

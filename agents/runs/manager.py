@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,12 +21,23 @@ from .groups import group_name, is_shared, join_group
 from .payloads import section_payload
 from .records import prepare_run, save_checkpoints
 
-__all__ = ["CHECKPOINT_SECONDS", "MANUAL_KEEP", "Busy", "RunManager", "run_manager"]
+__all__ = [
+    "CHECKPOINT_SECONDS",
+    "LISTEN_GRACE_SECONDS",
+    "MANUAL_KEEP",
+    "Busy",
+    "RunManager",
+    "run_manager",
+]
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_SECONDS = 1.0
 MANUAL_KEEP = 2
+# A new run publishes to the shared layer for this long whatever it hears: enough for the
+# sockets of other processes to answer its probe (milliseconds), after which only runs that
+# another process listens to are published.
+LISTEN_GRACE_SECONDS = 1.0
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -41,13 +53,16 @@ class RunManager:
         self._runs: dict[str, ActiveRun] = {}
         self._starting: set[str] = set()
         self._subscribers: dict[str, set[Subscriber]] = {}
-        self._outbox: asyncio.Queue[tuple[str, dict[str, Any]]] | None = None
+        self._outbox: asyncio.Queue[tuple[str, dict[str, Any], bool]] | None = None
         self._publisher: asyncio.Task[None] | None = None
         # One task saves every active run's in-flight text each second, in one statement.
         self._checkpointer: asyncio.Task[None] | None = None
         self._saving: asyncio.Future[None] | None = None
         # Frames waiting for the shared layer, by conversation, and the task that sends them.
         self._remote: dict[str, list[dict[str, Any]]] = {}
+        # Conversations a socket of another process listens to, and the probe's grace periods.
+        self._listened: set[str] = set()
+        self._grace: dict[str, float] = {}
         self._relay_wake = asyncio.Event()
         self._relay: asyncio.Task[None] | None = None
         # This process's channel on the shared layer, for snapshot requests (joins).
@@ -82,25 +97,35 @@ class RunManager:
         if self._outbox is None or self._publisher is None or self._publisher.done():
             self._outbox = asyncio.Queue()
             self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
-        self._outbox.put_nowait((conversation_id, frame))
+        # Decided now, not when the publisher gets to it: by then the run may be released.
+        # Frames outside a run (a manual compaction) are rare and always shared.
+        remote = frame.get("run") is None or self._wanted(conversation_id)
+        self._outbox.put_nowait((conversation_id, frame, remote))
 
     async def _publish_loop(self) -> None:
         outbox = self._outbox
         assert outbox is not None
         shared = is_shared(get_channel_layer())
         while True:
-            conversation_id, frame = await outbox.get()
+            conversation_id, frame, remote = await outbox.get()
             for subscriber in list(self._subscribers.get(conversation_id, ())):
                 try:
                     await subscriber(frame)
                 except Exception:  # noqa: BLE001 - one broken socket must not stop the others
                     logger.debug("dropping frame for a closed subscriber", exc_info=True)
-            if shared:
+            if shared and remote:
                 self._remote.setdefault(conversation_id, []).append(frame)
                 self._relay_wake.set()
                 if self._relay is None or self._relay.done():
                     self._relay = asyncio.get_running_loop().create_task(self._relay_loop())
             outbox.task_done()
+
+    def _wanted(self, conversation_id: str) -> bool:
+        """Whether another process may be listening (every process gets its own sends back)."""
+        if conversation_id in self._listened:
+            return True
+        grace = self._grace.get(conversation_id)
+        return grace is not None and time.monotonic() < grace
 
     async def _relay_loop(self) -> None:
         """Send frames to other processes in batches, one message per conversation per wake.
@@ -162,6 +187,7 @@ class RunManager:
             if self._checkpointer is None or self._checkpointer.done():
                 self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoints())
             await self._listen(conversation_id)
+            await self._probe(conversation_id)
         finally:
             self._starting.discard(conversation_id)
         active.emit("started", message=user_payload, nonce=nonce, title=title)
@@ -222,6 +248,8 @@ class RunManager:
     def release(self, conversation_id: str, active: ActiveRun) -> None:
         if self._runs.get(conversation_id) is active:
             del self._runs[conversation_id]
+            self._listened.discard(conversation_id)
+            self._grace.pop(conversation_id, None)
             if self._control is not None:
                 layer = get_channel_layer()
                 asyncio.get_running_loop().create_task(
@@ -240,6 +268,22 @@ class RunManager:
             self._control_task = asyncio.get_running_loop().create_task(self._answer(layer))
         await layer.group_add(join_group(conversation_id), self._control)
 
+    async def _probe(self, conversation_id: str) -> None:
+        """Ask the conversation's sockets in other processes to say they listen."""
+        layer = get_channel_layer()
+        if not is_shared(layer):
+            return
+        self._grace[conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
+        await layer.group_send(
+            group_name(conversation_id),
+            {
+                "type": "run.probe",
+                "conversation": conversation_id,
+                "origin": self.origin,
+                "reply": self._control,
+            },
+        )
+
     async def _answer(self, layer: Any) -> None:
         channel = self._control
         while True:
@@ -251,10 +295,13 @@ class RunManager:
                 logger.warning("channel layer receive failed", exc_info=True)
                 await asyncio.sleep(1)
                 continue
-            if message.get("type") != "run.join":
+            kind, conversation_id = message.get("type"), str(message.get("conversation"))
+            active = self._runs.get(conversation_id)
+            if active is None or message.get("origin") == self.origin:
                 continue
-            active = self._runs.get(str(message.get("conversation")))
-            if active is not None:
+            if kind in ("run.listen", "run.join"):
+                self._listened.add(conversation_id)
+            if kind == "run.join":
                 await layer.send(
                     message["reply"], {"type": "run.snapshot", "snapshot": active.snapshot()}
                 )

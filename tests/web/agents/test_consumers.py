@@ -1,5 +1,6 @@
 """The chat websocket over Channels' communicator: protocol, fan-out, joins, access, bad frames."""
 
+import asyncio
 import json
 
 import pytest
@@ -326,5 +327,88 @@ async def test_joining_mid_run_across_processes_gets_a_snapshot_then_the_rest(
         await elsewhere.wait(str(conversation.id))
         await watcher.disconnect()
         await late.disconnect()
+    finally:
+        channel_layers.backends.clear()
+
+
+def _redis_layer(settings) -> None:
+    import os
+
+    from channels.layers import channel_layers
+
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": None}],
+                "capacity": 10_000,
+            },
+        }
+    }
+    channel_layers.backends.clear()
+
+
+async def _drain(layer, channel, seconds):
+    """Everything ``channel`` receives within ``seconds``."""
+    got = []
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                got.append(await layer.receive(channel))
+    except TimeoutError:
+        return got
+
+
+@pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
+async def test_a_run_no_other_process_listens_to_stops_publishing_after_the_grace_period(
+    user, conversation, demo, manager, settings, monkeypatch
+):
+    from channels.layers import channel_layers, get_channel_layer
+
+    from agents.runs import group_name
+    from agents.runs import manager as runs
+
+    monkeypatch.setattr(runs, "LISTEN_GRACE_SECONDS", 0.2)
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.03}
+    _redis_layer(settings)
+    try:
+        layer = get_channel_layer()
+        # A member of the group that never answers probes: it sees what the process publishes.
+        observer = await layer.new_channel()
+        await layer.group_add(group_name(str(conversation.id)), observer)
+        owner = RunManager()
+        await owner.start(user_id=user.id, conversation_id=str(conversation.id), content="hi")
+        await owner.wait(str(conversation.id))
+        seen = await _drain(layer, observer, 1.0)
+        kinds = [f["type"] for m in seen if m["type"] == "run.frames" for f in m["frames"]]
+        assert kinds[0] == "started"  # the grace period covers a listener still answering
+        assert "finish" not in kinds  # after it, nobody listened: nothing more was sent
+        await layer.group_discard(group_name(str(conversation.id)), observer)
+    finally:
+        channel_layers.backends.clear()
+
+
+@pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
+async def test_a_socket_of_another_process_gets_the_whole_run_after_the_grace_period(
+    user, conversation, demo, manager, settings, monkeypatch
+):
+    from channels.layers import channel_layers
+
+    from agents.runs import manager as runs
+
+    monkeypatch.setattr(runs, "LISTEN_GRACE_SECONDS", 0.2)
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.03}
+    _redis_layer(settings)
+    try:
+        socket, _ = await connect(user, conversation)  # answers the owner's probe
+        owner = RunManager()  # another process's manager
+        await owner.start(user_id=user.id, conversation_id=str(conversation.id), content="hi")
+        frames = await frames_until(socket, "finish", timeout=15)
+        seqs = [f["seq"] for f in frames]
+        assert seqs == list(range(1, len(seqs) + 1))
+        text = "".join(f["content"] for f in frames if f["type"] == "token")
+        assert text == frames[-1]["result"]["content"] and len(text) > 50
+        await owner.wait(str(conversation.id))
+        await socket.disconnect()
     finally:
         channel_layers.backends.clear()
