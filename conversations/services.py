@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -18,7 +17,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
 from agents.models import AgentProfile
@@ -34,6 +33,7 @@ __all__ = [
     "ConversationState",
     "MessagePayload",
     "conversation_state",
+    "section_originals",
     "create_conversation",
     "default_profile",
     "delete_conversation",
@@ -234,6 +234,7 @@ def section_payload(
         "id": section.section_id,
         "summary": section.summary,
         "html": render_markdown(section.summary) if recap is None else recap,
+        "count": getattr(section, "count", len(messages)),
         "messages": [
             message_payload(message, html.messages.get(message.pk) if html else None)
             for message in messages
@@ -262,6 +263,19 @@ def render_state(rows: list[Message], sections: list[Section]) -> Rendered:
     )
 
 
+def section_originals(
+    *, user: User, conversation_id: uuid.UUID | str, section_id: str
+) -> list[MessagePayload]:
+    """The original messages one compaction folded, rendered (``Http404`` if not the user's)."""
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    section = Section.objects.filter(conversation=conversation, section_id=section_id).first()
+    if section is None:
+        raise Http404("no such section")
+    rows = list(section.messages.order_by("position"))
+    html = render_state(rows, [])
+    return [message_payload(row, html.messages.get(row.pk, "")) for row in rows]
+
+
 def _context_used(conversation: Conversation, sections: list[Section], rows: list[Message]) -> int:
     # The same estimate the agent's window budget makes: the kit's view (recaps + live tail).
     snapshot: dict[str, Any] = {
@@ -270,7 +284,7 @@ def _context_used(conversation: Conversation, sections: list[Section], rows: lis
             {"id": section.section_id, "summary": section.summary, "messages": []}
             for section in sections
         ],
-        "messages": [row.to_dict() for row in rows if row.section_id is None],
+        "messages": [row.to_dict() for row in rows],
     }
     return estimate_messages(KitConversation(snapshot=snapshot).view())
 
@@ -282,12 +296,16 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
     card keeps its "denied" badge.
     """
     conversation = get_conversation(user=user, conversation_id=conversation_id)
-    sections = list(Section.objects.filter(conversation=conversation).order_by("position"))
-    rows = list(Message.objects.filter(conversation=conversation).order_by("position"))
-    originals: dict[int, list[Message]] = defaultdict(list)
-    for row in rows:
-        if row.section_id is not None:
-            originals[row.section_id].append(row)
+    # A section's originals are counted, not loaded: compaction exists for long histories, and
+    # the client fetches a section's originals when they are opened (``section_originals``).
+    sections = list(
+        Section.objects.filter(conversation=conversation)
+        .annotate(count=Count("messages"))
+        .order_by("position")
+    )
+    rows = list(
+        Message.objects.filter(conversation=conversation, section__isnull=True).order_by("position")
+    )
     profile = _effective_profile(conversation)
     html = render_state(rows, sections)
     denials = {
@@ -315,7 +333,7 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             for row in rows
             if row.section_id is None
         ],
-        "sections": [section_payload(section, originals[section.pk], html) for section in sections],
+        "sections": [section_payload(section, [], html) for section in sections],
         "usage": {
             "prompt": conversation.usage_prompt,
             "completion": conversation.usage_completion,

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -25,6 +25,7 @@ from .services import (
     get_conversation,
     list_conversations,
     rename_conversation,
+    section_originals,
     transcript_items,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "conversation_delete",
     "conversation_list",
     "conversation_rename",
+    "conversation_section",
 ]
 
 PAGE_SIZE = 50
@@ -129,13 +131,9 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         ),
         None,
     )
+    # Originals load when opened (``conversation_section``): only their count is rendered here.
     sections = [
-        {
-            "section": section,
-            "items": transcript_items(
-                section["messages"], state["denials"], set(state["failures"])
-            ),
-        }
+        {"section": section, "url": section_url(conversation_id, section["id"])}
         for section in state["sections"]
     ]
     context = {
@@ -151,3 +149,19 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         "max_message_chars": getattr(settings, "ORKESTREL", {}).get("MAX_MESSAGE_CHARS", 100_000),
     }
     return render(request, "conversations/chat.html", context)
+
+
+def section_url(conversation_id: uuid.UUID | str, section_id: str) -> str:
+    return reverse("conversations:section", args=[conversation_id, section_id])
+
+
+@login_required
+@require_GET
+def conversation_section(
+    request: HttpRequest, conversation_id: uuid.UUID, section_id: str
+) -> JsonResponse:
+    """The original messages of one compaction section, fetched when the user opens them."""
+    messages = section_originals(
+        user=request.user, conversation_id=conversation_id, section_id=section_id
+    )
+    return JsonResponse({"messages": messages})

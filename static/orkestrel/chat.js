@@ -8,7 +8,7 @@
 
 import { LiveRun } from "./live.js";
 import { APPLY, GAP, RunTracker } from "./protocol.js";
-import { el, renderMessage, renderSection, renderToolCard, transcriptItems } from "./render.js";
+import { el, fillOriginals, renderMessage, renderSection, renderToolCard, transcriptItems } from "./render.js";
 import { ChatSocket } from "./socket.js";
 import { WorkspacePanel } from "./workspace.js";
 
@@ -44,6 +44,10 @@ let failures = new Set();
 const pending = new Map(); // nonce -> {li, content}: sent, not yet acknowledged by `started`
 
 // -- notices and status -------------------------------------------------------------------
+
+function sectionUrl(id) {
+  return `${root.dataset.sectionsUrl}${encodeURIComponent(id)}/`;
+}
 
 function notify(message, kind = "error") {
   const notice = el(
@@ -138,7 +142,9 @@ function renderState(state) {
   denials = state.denials || {};
   failures = new Set(state.failures || []);
   const nodes = [];
-  for (const section of state.sections || []) nodes.push(renderSection(section, denials, failures));
+  for (const section of state.sections || []) {
+    nodes.push(renderSection(section, denials, failures, sectionUrl(section.id)));
+  }
   for (const item of transcriptItems(state.messages || [], denials, failures)) {
     nodes.push(renderMessage(item.message, item.tools));
   }
@@ -420,6 +426,33 @@ compactForm.addEventListener("submit", (event) => {
     reconnectNow();
   }
 });
+
+// A compaction's originals load the first time they are opened (`toggle` does not bubble:
+// listen in the capture phase).
+transcript.addEventListener(
+  "toggle",
+  async (event) => {
+    const details = event.target;
+    if (!(details instanceof HTMLDetailsElement) || !details.open || !details.dataset.src) return;
+    if (details.dataset.state === "loading" || details.dataset.state === "loaded") return;
+    const list = details.querySelector(".originals");
+    details.dataset.state = "loading";
+    try {
+      const response = await fetch(details.dataset.src, {
+        credentials: "same-origin",
+        headers: { Accept: "application/json" },
+      });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const body = await response.json();
+      fillOriginals(list, body.messages || [], denials, failures);
+      details.dataset.state = "loaded";
+    } catch {
+      delete details.dataset.state; // closing and opening again retries
+      list.replaceChildren(el("li", { className: "originals-error", text: "Could not load the original messages." }));
+    }
+  },
+  true,
+);
 
 // -- start ----------------------------------------------------------------------------------
 

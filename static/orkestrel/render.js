@@ -167,12 +167,17 @@ export function transcriptItems(messages, denials = {}, failures = new Set()) {
   return items;
 }
 
-/** A compaction notice: the recap (collapsed) and the original messages (collapsed). */
-export function renderSection(section, denials = {}, failures = new Set()) {
+/**
+ * A compaction notice: the recap (collapsed) and the original messages (collapsed). `source` is
+ * where the originals load from when the section came without them.
+ */
+export function renderSection(section, denials = {}, failures = new Set(), source = "") {
+  const messages = section.messages || [];
   const originals = el("ol", { className: "originals" });
-  for (const item of transcriptItems(section.messages || [], denials, failures)) {
+  for (const item of transcriptItems(messages, denials, failures)) {
     originals.append(renderMessage(item.message, item.tools));
   }
+  const count = messages.length || section.count || 0;
   const recap = el("div", { className: "recap-body" });
   fillBody(recap, { html: section.html, content: section.summary });
   return el(
@@ -182,9 +187,18 @@ export function renderSection(section, denials = {}, failures = new Set()) {
     el("details", { className: "compaction-recap" }, el("summary", { text: "Summary" }), recap),
     el(
       "details",
-      { className: "compaction-originals" },
-      el("summary", { text: `Original messages (${(section.messages || []).length})` }),
+      // Without the originals in hand (a `state` frame counts them), they load when opened.
+      { className: "compaction-originals", "data-src": messages.length ? null : source },
+      el("summary", { text: `Original messages (${count})` }),
       originals,
     ),
   );
+}
+
+/** Fill a compaction's originals list from `messages` (fetched when it was opened). */
+export function fillOriginals(list, messages, denials = {}, failures = new Set()) {
+  list.replaceChildren();
+  for (const item of transcriptItems(messages, denials, failures)) {
+    list.append(renderMessage(item.message, item.tools));
+  }
 }

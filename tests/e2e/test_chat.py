@@ -329,3 +329,31 @@ def test_another_user_cannot_open_or_join_someone_elses_chat(open_context: Any) 
         f"/ws/conversations/{path.strip('/').split('/')[-1]}/",
     )
     assert close_code == 4403
+
+
+def test_compacted_history_shows_a_notice_whose_originals_load_when_opened(
+    alice: Page, screenshots: Path
+) -> None:
+    new_chat(alice)
+    send(alice, "The first question, about tides")
+    wait_until_idle(alice, 1)
+    send(alice, "The second question, about waves")
+    wait_until_idle(alice, 2)
+
+    alice.locator(".compact-box > summary").click()
+    alice.get_by_test_id("compact").click()
+    notice = alice.get_by_test_id("compaction-notice")
+    expect(notice).to_have_count(1)
+    expect(notice.locator(".compaction-originals > summary")).to_have_text("Original messages (2)")
+
+    # After a reload the state frame only counts the originals; opening them fetches them.
+    alice.reload()
+    expect(alice.locator("#connection")).to_have_attribute("data-state", "open")
+    originals = alice.get_by_test_id("compaction-notice").locator(".compaction-originals")
+    expect(originals.locator(".originals > li")).to_have_count(0)
+    originals.locator("summary").click()
+    expect(originals.locator(".originals > .msg-user")).to_have_text(
+        re.compile("The first question, about tides")
+    )
+    expect(originals.locator(".originals > .msg-assistant")).to_have_count(1)
+    alice.screenshot(path=str(screenshots / "chat-compaction-originals.png"), full_page=True)

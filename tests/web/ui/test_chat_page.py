@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from conversations.models import AuthorityDecision, Conversation, Section, ToolFailure
@@ -140,7 +141,12 @@ def test_sections_render_as_compaction_notices_with_their_originals(
     notice = notice[: notice.index("</details>\n</li>")]
     assert "<strong>tides</strong>" in notice
     assert "Original messages (2)" in notice
-    assert "What causes tides?" in notice and "Mostly the moon." in notice
+    # The originals load when opened, from the section's own URL.
+    url = reverse("conversations:section", args=[conversation.pk, "s1"])
+    assert f'data-src="{url}"' in notice
+    assert "What causes tides?" not in notice
+    originals = alice_client.get(url).json()["messages"]
+    assert [m["content"] for m in originals] == ["What causes tides?", "Mostly the moon."]
     assert "<details" in notice
     # The originals are not the live answer.
     assert 'data-testid="answer"' not in notice
@@ -162,3 +168,17 @@ def test_context_meter_is_hidden_without_a_window(alice, alice_client, make_prof
     conversation = Conversation.objects.create(owner=alice, profile=profile)
     page = chat(alice_client, conversation)
     assert re.search(r'data-testid="context-meter"[^>]*hidden>', page)
+
+
+def test_a_sections_originals_are_refused_to_other_users_and_to_anonymous_visitors(
+    alice_client, conversation, add_message, bob
+):
+    section = Section.objects.create(conversation=conversation, section_id="s1", position=0)
+    add_message(conversation, "user", "secret", section=section)
+    url = reverse("conversations:section", args=[conversation.pk, "s1"])
+    assert alice_client.get(url).status_code == 200
+    other = Client()
+    assert other.get(url).status_code == 302  # to the login page
+    other.force_login(bob)
+    assert other.get(url).status_code == 404
+    assert alice_client.get(url.replace("/s1/", "/nope/")).status_code == 404

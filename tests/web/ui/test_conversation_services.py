@@ -68,7 +68,12 @@ def test_state_has_the_documented_shape(alice, default_profile, add_message):
     assert len(state["sections"]) == 1
     assert state["sections"][0]["id"] == "s1"
     assert state["sections"][0]["summary"] == "Recap *text*"
-    assert [m["id"] for m in state["sections"][0]["messages"]] == ["o1"]
+    # Originals are counted, not shipped: the client fetches them when opened.
+    assert state["sections"][0]["messages"] == [] and state["sections"][0]["count"] == 1
+    originals = services.section_originals(
+        user=alice, conversation_id=conversation.pk, section_id="s1"
+    )
+    assert [m["id"] for m in originals] == ["o1"]
     assert state["usage"] == {"prompt": 30, "completion": 12, "total": 42}
     assert state["context"]["window"] == 8000
     assert state["denials"] == {}
@@ -168,3 +173,17 @@ def test_rename_does_not_reorder_the_list(alice):
     second = Conversation.objects.create(owner=alice, title="second")
     services.rename_conversation(user=alice, conversation_id=first.pk, title="renamed")
     assert list(services.list_conversations(user=alice)) == [second, first]
+
+
+def test_section_originals_are_the_owners_only(alice, bob, add_message):
+    conversation = Conversation.objects.create(owner=alice)
+    section = Section.objects.create(conversation=conversation, section_id="s1", position=0)
+    add_message(conversation, "user", "folded **away**", message_id="o1", section=section)
+    (original,) = services.section_originals(
+        user=alice, conversation_id=conversation.pk, section_id="s1"
+    )
+    assert original["html"] == "<p>folded <strong>away</strong></p>\n"
+    with pytest.raises(Http404):
+        services.section_originals(user=bob, conversation_id=conversation.pk, section_id="s1")
+    with pytest.raises(Http404):
+        services.section_originals(user=alice, conversation_id=conversation.pk, section_id="s2")
