@@ -13,7 +13,8 @@ import multiprocessing
 import signal
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 from .rendering import render_markdown
@@ -24,13 +25,16 @@ logger = logging.getLogger(__name__)
 
 # Below this many characters in all, rendering inline is cheaper than the round trip.
 INLINE_CHARS = 1024
+# A child that takes longer than this (hung, or starved) is given up on: render inline.
+WAIT_SECONDS = 10.0
 
 _lock = threading.Lock()
 _pool: ProcessPoolExecutor | None = None
 
 
 def _ignore_interrupts() -> None:
-    # Ctrl-C reaches the whole process group: the server shuts the pool down itself.
+    # Ctrl-C reaches the whole process group; the child must outlive it until the server's
+    # exit stops the pool (``concurrent.futures`` joins its workers at interpreter exit).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -61,18 +65,22 @@ def render_all(texts: Sequence[str]) -> list[str]:
     batch = list(texts)
     if sum(len(text) for text in batch) < INLINE_CHARS:
         return _render_batch(batch)
+    pool = _executor()
     try:
-        return _executor().submit(_render_batch, batch).result()
-    except BrokenProcessPool:
-        logger.warning("markdown rendering process died; rendering inline and restarting it")
-        shutdown()
+        return pool.submit(_render_batch, batch).result(timeout=WAIT_SECONDS)
+    except (BrokenProcessPool, CancelledError, FutureTimeout, RuntimeError) as error:
+        # RuntimeError: another thread shut this pool down after it broke.
+        logger.warning("markdown rendering process failed (%r); rendering inline", error)
+        if isinstance(error, BrokenProcessPool | FutureTimeout):
+            shutdown(pool)
         return _render_batch(batch)
 
 
-def shutdown() -> None:
-    """Stop the rendering process (a later call starts a new one)."""
+def shutdown(pool: ProcessPoolExecutor | None = None) -> None:
+    """Stop the rendering process (only if it is still ``pool``); a later call starts anew."""
     global _pool
     with _lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+        if _pool is None or (pool is not None and _pool is not pool):
+            return
+        stopping, _pool = _pool, None
+    stopping.shutdown(wait=False, cancel_futures=True)

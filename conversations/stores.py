@@ -132,7 +132,7 @@ class DjangoConversationStore:
 
     def append_sync(self, id: str, message: MessageInput) -> None:
         """Add one new message at the end of the live tail: ``set`` of the stored snapshot plus
-        ``message``, without reading the history (a run's start, at any history length).
+        ``message``, without reading or re-checking the stored messages (a run's start).
 
         Raises:
             ValueError: ``id`` is not a canonical UUID string, the message is malformed or its

@@ -99,15 +99,16 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py's default 5 s socket timeout equals channels-redis's blocking read:
             # without this, every idle socket's receive times out and the socket is dropped.
-            # Each open websocket holds one pooled connection in its blocking read, and
-            # redis-py 8 caps a pool at 100 by default: the 101st socket failed with "Too many
-            # connections" and was closed. Size the pool for the sockets one process serves.
+            # redis-py 8 caps a pool at 100 connections by default, and a tick of a busy
+            # server is a burst of concurrent group sends (one per streaming conversation):
+            # past 100 they failed with "Too many connections". Keep processes x this under
+            # Redis's maxclients (10,000 by default).
             "CONFIG": {
                 "hosts": [
                     {
                         "address": REDIS_URL,
                         "socket_timeout": None,
-                        "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=10_000),
+                        "max_connections": env.int("REDIS_MAX_CONNECTIONS", default=1_000),
                     }
                 ],
                 "capacity": 10_000,

@@ -173,20 +173,15 @@ class ActiveRun:
     ) -> None:
         """Persist, then announce the messages that became durable since the last commit.
 
-        One database hop: the writes, the ``committed`` payload (rendered off the GIL) and
-        ``then`` (a run's final row) share it.
+        One database hop: the writes and ``then`` (a run's final row) in one transaction, then
+        the ``committed`` payload (rendered off the GIL, with no lock held).
         """
         fresh = [
             m for m in self.session.agent.context.messages.messages() if m.id not in self.committed
         ]
-
-        def rows() -> list[dict[str, Any]] | None:
-            payload = committed_payload(fresh) if fresh else None
-            if then is not None:
-                then()
-            return payload
-
-        payload = await self.session.commit(usage, rows)
+        payload = await self.session.commit(
+            usage, then, (lambda: committed_payload(fresh)) if fresh else None
+        )
         if fresh:
             self.committed.update(m.id for m in fresh)
             self.emit("committed", messages=payload)

@@ -23,6 +23,7 @@ from .records import prepare_run, save_checkpoints
 
 __all__ = [
     "CHECKPOINT_SECONDS",
+    "DELTAS",
     "LISTEN_GRACE_SECONDS",
     "MANUAL_KEEP",
     "Busy",
@@ -34,10 +35,14 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_SECONDS = 1.0
 MANUAL_KEEP = 2
-# A new run publishes to the shared layer for this long whatever it hears: enough for the
-# sockets of other processes to answer its probe (milliseconds), after which only runs that
-# another process listens to are published.
-LISTEN_GRACE_SECONDS = 1.0
+# A new run publishes its deltas to the shared layer for this long whatever it hears: enough
+# for the sockets of other processes to answer its probe (milliseconds when they are idle; a
+# socket busy joining waits up to the consumer's JOIN_TIMEOUT of 2 s first). After it, only
+# the deltas of runs another process listens to are published; every other frame always is,
+# so a listener that was missed sees a gap at the next one and resyncs (which registers it).
+LISTEN_GRACE_SECONDS = 3.0
+# The frames that are most of the traffic; every other kind is rare and always shared.
+DELTAS = frozenset({"token", "think"})
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -98,8 +103,7 @@ class RunManager:
             self._outbox = asyncio.Queue()
             self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
         # Decided now, not when the publisher gets to it: by then the run may be released.
-        # Frames outside a run (a manual compaction) are rare and always shared.
-        remote = frame.get("run") is None or self._wanted(conversation_id)
+        remote = frame.get("type") not in DELTAS or self._wanted(conversation_id)
         self._outbox.put_nowait((conversation_id, frame, remote))
 
     async def _publish_loop(self) -> None:
@@ -263,10 +267,13 @@ class RunManager:
         layer = get_channel_layer()
         if not is_shared(layer):
             return
-        if self._control is None:
-            self._control = await layer.new_channel()
-            self._control_task = asyncio.get_running_loop().create_task(self._answer(layer))
-        await layer.group_add(join_group(conversation_id), self._control)
+        try:
+            if self._control is None:
+                self._control = await layer.new_channel()
+                self._control_task = asyncio.get_running_loop().create_task(self._answer(layer))
+            await layer.group_add(join_group(conversation_id), self._control)
+        except Exception:  # noqa: BLE001 - a flaky layer must not stop the run (joins time out)
+            logger.warning("channel layer join group failed", exc_info=True)
 
     async def _probe(self, conversation_id: str) -> None:
         """Ask the conversation's sockets in other processes to say they listen."""
@@ -274,15 +281,19 @@ class RunManager:
         if not is_shared(layer):
             return
         self._grace[conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
-        await layer.group_send(
-            group_name(conversation_id),
-            {
-                "type": "run.probe",
-                "conversation": conversation_id,
-                "origin": self.origin,
-                "reply": self._control,
-            },
-        )
+        try:
+            await layer.group_send(
+                group_name(conversation_id),
+                {
+                    "type": "run.probe",
+                    "conversation": conversation_id,
+                    "origin": self.origin,
+                    "reply": self._control,
+                },
+            )
+        except Exception:  # noqa: BLE001 - unsure who listens: publish everything
+            logger.warning("channel layer probe failed", exc_info=True)
+            self._listened.add(conversation_id)
 
     async def _answer(self, layer: Any) -> None:
         channel = self._control

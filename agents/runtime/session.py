@@ -173,6 +173,8 @@ class WorkspaceChanges:
     cleared: bool
 
     def save(self, store: DjangoWorkspaceStore, workspace_id: str) -> None:
+        # Locked before the read (PostgreSQL): an upload landing in between is not lost.
+        Workspace.objects.select_for_update().filter(pk=workspace_id).exists()
         stored = store.get_sync(workspace_id)
         files: dict[str, Any] = {}
         if stored is not None and not self.cleared:
@@ -181,6 +183,17 @@ class WorkspaceChanges:
         for path in self.removed:
             files.pop(path, None)
         store.set_sync({"id": workspace_id, "files": list(files.values())})
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What one commit writes, captured on the event loop."""
+
+    snapshot: ConversationSnapshot | None
+    files: WorkspaceChanges | None
+    decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]]
+    failures: list[tuple[ToolCall, str]]
+    usage: TokenUsage | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,36 +352,41 @@ class ChatSession:
         return cls(spec, agent, conversations, workspaces, decisions)
 
     async def commit(
-        self, usage: TokenUsage | None = None, then: Callable[[], R] | None = None
+        self,
+        usage: TokenUsage | None = None,
+        then: Callable[[], None] | None = None,
+        after: Callable[[], R] | None = None,
     ) -> R | None:
         """Persist what changed (conversation, workspace, decisions, usage) in one database hop.
 
-        The snapshots are taken here, on the event loop, so the agent may go on meanwhile;
-        ``then`` runs in the same hop and transaction after the writes, and its value is
-        returned (a run's final rows and payloads, without a hop of their own).
+        The snapshots are taken here, on the event loop, so the agent may go on meanwhile.
+        ``then`` runs in the same transaction after the writes (a run's final row); ``after``
+        runs in the same hop once it committed, and its value is returned (payloads to
+        render: no lock is held while they are built).
         """
         conversation = self.conversations.conversation(self.conversation_id)
         snapshot = conversation.snapshot() if conversation is not None else None
-        files = self._workspace_changes()
-        decisions = self.decisions.drain()
-        failures = self.decisions.drain_failures()
-        return await in_thread(self._commit_rows)(snapshot, files, decisions, failures, usage, then)
+        changes = Changes(
+            snapshot,
+            self._workspace_changes(),
+            self.decisions.drain(),
+            self.decisions.drain_failures(),
+            usage,
+        )
+        return await in_thread(self._commit_rows)(changes, then, after)
 
     def _commit_rows(
-        self,
-        snapshot: ConversationSnapshot | None,
-        files: WorkspaceChanges | None,
-        decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]],
-        failures: list[tuple[ToolCall, str]],
-        usage: TokenUsage | None,
-        then: Callable[[], R] | None,
+        self, changes: Changes, then: Callable[[], None] | None, after: Callable[[], R] | None
     ) -> R | None:
         with transaction.atomic():
-            if snapshot is not None:
-                DjangoConversationStore(owner=self.spec.user_id).set_sync(snapshot)
-            if files is not None:
-                files.save(DjangoWorkspaceStore(owner=self.spec.user_id), self.spec.workspace_id)
-            self._write_rows(decisions, usage)
+            if changes.snapshot is not None:
+                DjangoConversationStore(owner=self.spec.user_id).set_sync(changes.snapshot)
+            if changes.files is not None:
+                changes.files.save(
+                    DjangoWorkspaceStore(owner=self.spec.user_id), self.spec.workspace_id
+                )
+            self._write_rows(changes.decisions, changes.usage)
+            failures = changes.failures
             if failures:
                 ToolFailure.objects.bulk_create(
                     [
@@ -383,7 +401,9 @@ class ChatSession:
                     ],
                     ignore_conflicts=True,
                 )
-            return then() if then is not None else None
+            if then is not None:
+                then()
+        return after() if after is not None else None
 
     def _workspace_changes(self) -> WorkspaceChanges | None:
         """This session's file changes since the last commit (``None`` when there are none)."""
@@ -407,6 +427,14 @@ class ChatSession:
         usage: TokenUsage | None,
     ) -> None:
         if decisions:
+            # A rule deleted mid-run must not fail the commit (and lose the turn): lock the
+            # rules still there (PostgreSQL), and keep only the label of the others.
+            wanted = {rule.pk for _, _, rule in decisions if rule is not None}
+            alive = set(
+                AuthorityRule.objects.select_for_update()
+                .filter(pk__in=wanted)
+                .values_list("pk", flat=True)
+            )
             AuthorityDecision.objects.bulk_create(
                 [
                     AuthorityDecision(
@@ -415,7 +443,7 @@ class ChatSession:
                         tool_call_id=call.id,
                         tool_name=call.name,
                         arguments=_jsonable(call.arguments),
-                        rule=rule,
+                        rule=rule if rule is not None and rule.pk in alive else None,
                         rule_label=_rule_label(rule),
                         zone=decision.zone,
                         allowed=decision.allowed,
