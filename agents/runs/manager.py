@@ -36,11 +36,11 @@ logger = logging.getLogger(__name__)
 CHECKPOINT_SECONDS = 1.0
 MANUAL_KEEP = 2
 # A new run publishes its deltas to the shared layer for this long whatever it hears: enough
-# for the sockets of other processes to answer its probe (milliseconds when they are idle; a
-# socket busy joining waits up to the consumer's JOIN_TIMEOUT of 2 s first). After it, only
-# the deltas of runs another process listens to are published; every other frame always is,
-# so a listener that was missed sees a gap at the next one and resyncs (which registers it).
-LISTEN_GRACE_SECONDS = 3.0
+# for idle sockets of other processes to answer its probe (milliseconds). After it, only the
+# deltas of runs another process listens to are published; every other frame always is, so a
+# listener that answered late (a socket still joining waits up to 2 s) sees a gap at the next
+# one and resyncs, which registers it.
+LISTEN_GRACE_SECONDS = 1.0
 # The frames that are most of the traffic; every other kind is rare and always shared.
 DELTAS = frozenset({"token", "think"})
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
