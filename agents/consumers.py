@@ -25,7 +25,7 @@ from .runs import (
     run_manager,
     section_payload,
 )
-from .runtime.session import NoProfileError
+from .runtime.spec import NoProfileError
 
 __all__ = ["ChatConsumer"]
 

@@ -12,7 +12,7 @@ from conversations.models import Conversation, Run
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import AgentResult, Message, TokenUsage, create_conversation, message_to_dict
 
-from ..runtime.session import LoadedSession, load_session
+from ..runtime.spec import LoadedSession, load_session
 from .payloads import committed_payload
 
 __all__ = [

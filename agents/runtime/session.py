@@ -19,7 +19,6 @@ from orkestrel.core import (
     ConversationManager,
     ConversationSnapshot,
     InstructionManager,
-    Scope,
     TokenUsage,
     ToolCall,
     ToolResult,
@@ -37,108 +36,24 @@ from workspaces.stores import DjangoWorkspaceStore, in_thread
 from ..authority import PolicyAuthority
 from ..frames import is_denial
 from ..models import (
-    AgentProfile,
-    AuthorityPolicy,
     AuthorityRule,
-    ProviderEndpoint,
-    Tool,
-    config_revision_subquery,
 )
-from .profile_config import profile_config
 from .providers import provider_for
 from .registry import ToolContext
+from .spec import LoadedSession, RuntimeSpec, load_session
 from .summarizer import make_summarizer
 from .toolset import build_tool_manager
 
-__all__ = [
-    "ChatSession",
-    "LoadedSession",
-    "NoProfileError",
-    "RuntimeSpec",
-    "load_session",
-    "load_spec",
-]
+__all__ = ["ChatSession"]
 
 logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
 
-class NoProfileError(LookupError):
-    """No enabled agent profile can serve the conversation."""
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeSpec:
-    """Everything a session needs from the database, loaded in one synchronous step."""
-
-    conversation_id: str
-    user_id: int
-    workspace_id: str
-    profile: AgentProfile
-    endpoint: ProviderEndpoint
-    tools: tuple[Tool, ...]
-    policy: AuthorityPolicy | None
-    rules: tuple[AuthorityRule, ...]
-    scope: Scope | None
-    instructions: tuple[Mapping[str, Any], ...]
-    # The conversation's title and cumulative usage as loaded (for the run's first frames).
-    title: str = ""
-    usage: TokenUsage = field(default_factory=TokenUsage)
-
-
-def _profile_for(conversation: Conversation) -> AgentProfile:
-    profile = conversation.profile
-    if profile is not None and profile.enabled:
-        return profile
-    fallback = AgentProfile.objects.filter(enabled=True).order_by("-is_default", "name").first()
-    if fallback is None:
-        raise NoProfileError("no enabled agent profile; an operator must create one")
-    return fallback
-
-
-def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
-    """Load the rows behind one conversation of ``user_id`` (``Conversation.DoesNotExist``)."""
-    conversation = (
-        Conversation.objects.select_related("profile")
-        .annotate(config_revision=config_revision_subquery())
-        .get(id=conversation_id, owner_id=user_id)
-    )
-    profile = _profile_for(conversation)
-    config = profile_config(profile, conversation.config_revision)
-    if config.endpoint is None:
-        raise NoProfileError(f"profile {profile.slug!r} names a missing endpoint")
-    if conversation.workspace_id is None:
-        # Every conversation gets a workspace the first time it runs.
-        with transaction.atomic():
-            workspace = Workspace.objects.create(
-                owner_id=user_id, name=conversation.title or "Workspace"
-            )
-            Conversation.objects.filter(id=conversation.id).update(workspace=workspace)
-        workspace_id = str(workspace.id)
-    else:
-        workspace_id = str(conversation.workspace_id)
-    return RuntimeSpec(
-        conversation_id=str(conversation.id),
-        user_id=user_id,
-        workspace_id=workspace_id,
-        profile=profile,
-        endpoint=config.endpoint,
-        tools=config.tools,
-        policy=config.policy,
-        rules=config.rules,
-        scope=config.scope,
-        instructions=config.instructions,
-        title=conversation.title,
-        usage=TokenUsage(
-            conversation.usage_prompt, conversation.usage_completion, conversation.usage_total
-        ),
-    )
-
-
 @dataclass
 class DecisionLog:
-    """Authority decisions made during a run, written to the database at commit points."""
+    """Authority decisions and failed tool calls of a run, written at its commit points."""
 
     pending: list[tuple[ToolCall, Decision, AuthorityRule | None]] = field(default_factory=list)
     # Calls whose tool failed (not denied): their cards must still read as errors after reload.
@@ -194,25 +109,6 @@ class Changes:
     decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]]
     failures: list[tuple[ToolCall, str]]
     usage: TokenUsage | None
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedSession:
-    """A session's rows and stored snapshots, read in one synchronous step."""
-
-    spec: RuntimeSpec
-    conversation: Mapping[str, Any] | None
-    workspace: Mapping[str, Any] | None
-
-
-def load_session(conversation_id: str, user_id: int) -> LoadedSession:
-    """``load_spec`` plus the conversation's and workspace's stored snapshots."""
-    spec = load_spec(conversation_id, user_id)
-    return LoadedSession(
-        spec,
-        DjangoConversationStore(owner=user_id).get_sync(spec.conversation_id),
-        DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id),
-    )
 
 
 class ChatSession:

@@ -16,7 +16,7 @@ from agents.models import (
     Tool,
     bump_config_revision,
 )
-from agents.runtime.session import load_spec
+from agents.runtime.spec import load_spec
 from conversations.services import create_conversation
 
 pytestmark = pytest.mark.django_db
