@@ -18,7 +18,7 @@ from orkestrel.core import Scope
 
 from ..models import AgentProfile, AuthorityPolicy, AuthorityRule, ProviderEndpoint, Tool
 
-__all__ = ["ProfileConfig", "forget_profile_configs", "profile_config"]
+__all__ = ["ProfileConfig", "load_profile_config", "profile_config"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +66,3 @@ def profile_config(profile: AgentProfile, revision: int | None) -> ProfileConfig
     with _lock:
         _cache[profile.pk] = (revision, config)
     return config
-
-
-def forget_profile_configs() -> None:
-    """Drop every cached configuration (tests that change rows behind the ORM's back)."""
-    with _lock:
-        _cache.clear()
