@@ -32,7 +32,9 @@ from .rendering import render_markdown
 __all__ = [
     "ConversationState",
     "MessagePayload",
+    "LIVE_PAGE",
     "conversation_state",
+    "earlier_messages",
     "section_originals",
     "create_conversation",
     "default_profile",
@@ -69,6 +71,7 @@ class ConversationState(TypedDict):
     context: dict[str, int | None]
     denials: dict[str, dict[str, str]]
     failures: list[str]
+    earlier: int
 
 
 # -- ownership -------------------------------------------------------------------------------
@@ -263,6 +266,39 @@ def render_state(rows: list[Message], sections: list[Section]) -> Rendered:
     )
 
 
+# The newest live messages a ``state`` carries; older ones load on request (``earlier_messages``).
+LIVE_PAGE = 200
+
+
+def _page_start(rows: list[Message], limit: int) -> int:
+    """Where the newest page of ``rows`` starts: about ``limit`` back, moved back to a user
+    message so that no turn is cut between a tool call and its result."""
+    start = max(0, len(rows) - limit)
+    while start > 0 and rows[start].role != Message.Role.USER:
+        start -= 1
+    return start
+
+
+def earlier_messages(
+    *, user: User, conversation_id: uuid.UUID | str, before: str, limit: int = LIVE_PAGE
+) -> dict[str, Any]:
+    """The page of live messages before message ``before`` (``Http404`` if unknown), and how
+    many earlier ones remain: ``{"messages": [...], "earlier": n}``."""
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    live = Message.objects.filter(conversation=conversation, section__isnull=True)
+    anchor = live.filter(message_id=before).values_list("position", flat=True).first()
+    if anchor is None:
+        raise Http404("no such message")
+    rows = list(live.filter(position__lt=anchor).order_by("position"))
+    start = _page_start(rows, limit)
+    page = rows[start:]
+    html = render_state(page, [])
+    return {
+        "messages": [message_payload(row, html.messages.get(row.pk, "")) for row in page],
+        "earlier": start,
+    }
+
+
 def section_originals(
     *, user: User, conversation_id: uuid.UUID | str, section_id: str
 ) -> list[MessagePayload]:
@@ -293,7 +329,8 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
     """The committed state of a conversation, JSON-able (first render and the ``state`` frame).
 
     ``denials`` maps a denied tool call's id to ``{"reason", "rule"}`` so a re-rendered tool
-    card keeps its "denied" badge.
+    card keeps its "denied" badge. ``messages`` is the newest page of the live tail;
+    ``earlier`` counts the live messages before it (``earlier_messages`` pages back).
     """
     conversation = get_conversation(user=user, conversation_id=conversation_id)
     # A section's originals are counted, not loaded: compaction exists for long histories, and
@@ -307,7 +344,8 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         Message.objects.filter(conversation=conversation, section__isnull=True).order_by("position")
     )
     profile = _effective_profile(conversation)
-    html = render_state(rows, sections)
+    start = _page_start(rows, LIVE_PAGE)
+    html = render_state(rows[start:], sections)
     denials = {
         decision.tool_call_id: {"reason": decision.reason, "rule": decision.rule_label}
         for decision in AuthorityDecision.objects.filter(
@@ -328,11 +366,7 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             ),
             "summary": conversation.summary,
         },
-        "messages": [
-            message_payload(row, html.messages.get(row.pk, ""))
-            for row in rows
-            if row.section_id is None
-        ],
+        "messages": [message_payload(row, html.messages.get(row.pk, "")) for row in rows[start:]],
         "sections": [section_payload(section, [], html) for section in sections],
         "usage": {
             "prompt": conversation.usage_prompt,
@@ -345,6 +379,7 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         },
         "denials": denials,
         "failures": failures,
+        "earlier": start,
     }
 
 

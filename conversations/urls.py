@@ -12,6 +12,7 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/", views.conversation_chat, name="chat"),
     path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="rename"),
     path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="delete"),
+    path("c/<uuid:conversation_id>/messages/", views.conversation_messages, name="messages"),
     path(
         "c/<uuid:conversation_id>/sections/<str:section_id>/",
         views.conversation_section,

@@ -12,7 +12,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from workspaces.services import MAX_TEXT_BYTES, list_files, max_image_bytes
@@ -22,6 +22,7 @@ from .services import (
     conversation_state,
     create_conversation,
     delete_conversation,
+    earlier_messages,
     get_conversation,
     list_conversations,
     rename_conversation,
@@ -34,6 +35,7 @@ __all__ = [
     "conversation_create",
     "conversation_delete",
     "conversation_list",
+    "conversation_messages",
     "conversation_rename",
     "conversation_section",
 ]
@@ -136,10 +138,12 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         {"section": section, "url": section_url(conversation_id, section["id"])}
         for section in state["sections"]
     ]
+    first = state["messages"][0]["id"] if state["messages"] else None
     context = {
         "conversation": conversation,
         "state": state,
         "items": items,
+        "earlier_url": messages_url(conversation_id, first) if state["earlier"] else None,
         "sections": sections,
         "answer_id": answer,
         "files": list_files(user=request.user, conversation_id=conversation_id),
@@ -165,3 +169,19 @@ def conversation_section(
         user=request.user, conversation_id=conversation_id, section_id=section_id
     )
     return JsonResponse({"messages": messages})
+
+
+def messages_url(conversation_id: uuid.UUID | str, before: str | None) -> str:
+    url = reverse("conversations:messages", args=[conversation_id])
+    return f"{url}?{urlencode({'before': before})}" if before else url
+
+
+@login_required
+@require_GET
+def conversation_messages(request: HttpRequest, conversation_id: uuid.UUID) -> JsonResponse:
+    """The page of live messages before ``?before=<message id>`` ("show earlier messages")."""
+    before = request.GET.get("before", "")
+    if not before:
+        return JsonResponse({"error": "before: a message id is required"}, status=400)
+    page = earlier_messages(user=request.user, conversation_id=conversation_id, before=before)
+    return JsonResponse(page)

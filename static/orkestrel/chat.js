@@ -8,7 +8,15 @@
 
 import { LiveRun } from "./live.js";
 import { APPLY, GAP, RunTracker } from "./protocol.js";
-import { el, fillOriginals, renderMessage, renderSection, renderToolCard, transcriptItems } from "./render.js";
+import {
+  el,
+  fillOriginals,
+  renderEarlier,
+  renderMessage,
+  renderSection,
+  renderToolCard,
+  transcriptItems,
+} from "./render.js";
 import { ChatSocket } from "./socket.js";
 import { WorkspacePanel } from "./workspace.js";
 
@@ -47,6 +55,10 @@ const pending = new Map(); // nonce -> {li, content}: sent, not yet acknowledged
 
 function sectionUrl(id) {
   return `${root.dataset.sectionsUrl}${encodeURIComponent(id)}/`;
+}
+
+function earlierUrl(before) {
+  return `${root.dataset.messagesUrl}?before=${encodeURIComponent(before)}`;
 }
 
 function notify(message, kind = "error") {
@@ -145,7 +157,9 @@ function renderState(state) {
   for (const section of state.sections || []) {
     nodes.push(renderSection(section, denials, failures, sectionUrl(section.id)));
   }
-  for (const item of transcriptItems(state.messages || [], denials, failures)) {
+  const messages = state.messages || [];
+  if (state.earlier && messages.length) nodes.push(renderEarlier(state.earlier, earlierUrl(messages[0].id)));
+  for (const item of transcriptItems(messages, denials, failures)) {
     nodes.push(renderMessage(item.message, item.tools));
   }
   transcript.replaceChildren(...nodes);
@@ -258,6 +272,8 @@ const handlers = {
   compaction(frame) {
     const section = frame.section;
     if (!section || transcript.querySelector(`:scope > [data-section-id="${CSS.escape(section.id)}"]`)) return;
+    // A fold takes the oldest live messages: any not yet shown are in it too.
+    transcript.querySelector(":scope > .earlier")?.remove();
     const folded = new Set((section.messages || []).map((message) => message.id));
     for (const li of topItems()) if (folded.has(li.dataset.messageId)) li.remove();
     const sections = transcript.querySelectorAll(":scope > .compaction");
@@ -453,6 +469,32 @@ transcript.addEventListener(
   },
   true,
 );
+
+// "Show earlier messages": the page before the first live message shown goes above it.
+transcript.addEventListener("click", async (event) => {
+  const button = event.target.closest(".earlier-button");
+  if (!button || button.disabled) return;
+  const row = button.closest(".earlier");
+  button.disabled = true;
+  try {
+    const response = await fetch(button.dataset.src, {
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+    });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const page = await response.json();
+    const messages = page.messages || [];
+    const nodes = transcriptItems(messages, denials, failures).map((item) =>
+      renderMessage(item.message, item.tools),
+    );
+    row.after(...nodes);
+    if (page.earlier && messages.length) row.replaceWith(renderEarlier(page.earlier, earlierUrl(messages[0].id)));
+    else row.remove();
+  } catch {
+    button.disabled = false;
+    notify("Could not load the earlier messages.");
+  }
+});
 
 // -- start ----------------------------------------------------------------------------------
 

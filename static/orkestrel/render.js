@@ -202,3 +202,13 @@ export function fillOriginals(list, messages, denials = {}, failures = new Set()
     list.append(renderMessage(item.message, item.tools));
   }
 }
+
+/** The "show earlier messages" row: `count` live messages before the first one shown. */
+export function renderEarlier(count, source) {
+  const label = `Show ${count} earlier message${count === 1 ? "" : "s"}`;
+  return el(
+    "li",
+    { className: "earlier", "data-testid": "earlier" },
+    el("button", { type: "button", className: "earlier-button", "data-src": source, text: label }),
+  );
+}

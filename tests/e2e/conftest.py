@@ -93,6 +93,22 @@ class Server:
     log: Path
     cookie: str  # the session cookie's name
     sessions: dict[str, str]  # username -> a logged-in session key
+    env: dict[str, str]  # the server's environment (its database)
+
+    def shell(self, code: str) -> str:
+        """Run ``code`` in ``manage.py shell`` against the server's database; its output."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode:
+            pytest.fail(f"manage.py shell failed:\n{done.stdout}\n{done.stderr}")
+        return done.stdout
 
 
 def _free_port() -> int:
@@ -201,7 +217,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             if time.monotonic() > deadline:
                 pytest.fail(f"daphne did not answer /healthz in {START_TIMEOUT}s:\n{_tail(log)}")
             time.sleep(0.1)
-        yield Server(url=url, log=log, cookie=made["cookie"], sessions=made["sessions"])
+        yield Server(url=url, log=log, cookie=made["cookie"], sessions=made["sessions"], env=env)
     finally:
         _stop(process)
 

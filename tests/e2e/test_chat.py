@@ -6,6 +6,7 @@ page showed, recorded by conftest's init script); there are no fixed sleeps.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -357,3 +358,39 @@ def test_compacted_history_shows_a_notice_whose_originals_load_when_opened(
     )
     expect(originals.locator(".originals > .msg-assistant")).to_have_count(1)
     alice.screenshot(path=str(screenshots / "chat-compaction-originals.png"), full_page=True)
+
+
+SEED_LONG_CHAT = """
+import json
+from django.contrib.auth import get_user_model
+from conversations.services import create_conversation
+from conversations.stores import DjangoConversationStore
+alice = get_user_model().objects.get(username="alice")
+conversation = create_conversation(user=alice, title="A long chat")
+store = DjangoConversationStore(owner=alice)
+messages = []
+for n in range(130):
+    messages.append({"id": f"u{n}", "role": "user", "content": f"question {n}"})
+    messages.append({"id": f"a{n}", "role": "assistant", "content": f"answer {n}"})
+store.set_sync({"id": str(conversation.id), "sections": [], "messages": messages})
+print(json.dumps({"id": str(conversation.id)}))
+"""
+
+
+def test_a_long_chat_opens_on_its_newest_messages_and_shows_the_earlier_ones_on_request(
+    alice: Page, server: Any
+) -> None:
+    made = json.loads(server.shell(SEED_LONG_CHAT).strip().splitlines()[-1])
+    alice.goto(f"/c/{made['id']}/")
+    expect(alice.locator("#connection")).to_have_attribute("data-state", "open")
+    earlier = alice.get_by_test_id("earlier")
+    expect(earlier).to_have_text("Show 60 earlier messages")
+    expect(alice.locator("#transcript > .msg-user")).to_have_count(100)
+    expect(alice.get_by_text("question 0", exact=True)).to_have_count(0)
+
+    earlier.get_by_role("button").click()
+    expect(alice.get_by_text("question 0", exact=True)).to_be_visible()
+    expect(alice.locator("#transcript > .msg-user")).to_have_count(130)
+    expect(alice.get_by_test_id("earlier")).to_have_count(0)
+    first = alice.locator("#transcript > .msg").first
+    expect(first).to_contain_text("question 0")

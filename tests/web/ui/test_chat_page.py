@@ -182,3 +182,34 @@ def test_a_sections_originals_are_refused_to_other_users_and_to_anonymous_visito
     other.force_login(bob)
     assert other.get(url).status_code == 404
     assert alice_client.get(url.replace("/s1/", "/nope/")).status_code == 404
+
+
+def test_a_long_tail_renders_its_newest_page_with_a_link_to_the_earlier_messages(
+    alice_client, conversation, add_message
+):
+    for n in range(130):
+        add_message(conversation, "user", f"question {n}", message_id=f"u{n}")
+        add_message(conversation, "assistant", f"answer {n}", message_id=f"a{n}")
+    page = chat(alice_client, conversation)
+    assert "answer 129" in page and ">question 0<" not in page
+    assert page.count('data-testid="earlier"') == 1
+    assert "Show 60 earlier messages" in page
+    url = reverse("conversations:messages", args=[conversation.pk])
+    assert f'data-src="{url}?before=u30"' in page
+    older = alice_client.get(url, {"before": "u30"}).json()
+    assert older["earlier"] == 0
+    assert [m["id"] for m in older["messages"]][:2] == ["u0", "a0"]
+    assert len(older["messages"]) == 60
+
+
+def test_earlier_messages_need_an_anchor_and_the_owner(
+    alice_client, conversation, add_message, bob
+):
+    add_message(conversation, "user", "hello", message_id="u0")
+    url = reverse("conversations:messages", args=[conversation.pk])
+    assert alice_client.get(url).status_code == 400
+    assert alice_client.get(url, {"before": "nope"}).status_code == 404
+    other = Client()
+    assert other.get(url, {"before": "u0"}).status_code == 302
+    other.force_login(bob)
+    assert other.get(url, {"before": "u0"}).status_code == 404

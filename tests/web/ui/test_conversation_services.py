@@ -11,6 +11,7 @@ from django.http import Http404
 
 from conversations import services
 from conversations.models import AuthorityDecision, Conversation, Section
+from conversations.models import Message as MessageRow
 from orkestrel.core import CONVERSATION_RECAP_PREFIX, Message, estimate_messages
 
 pytestmark = pytest.mark.django_db
@@ -187,3 +188,53 @@ def test_section_originals_are_the_owners_only(alice, bob, add_message):
         services.section_originals(user=bob, conversation_id=conversation.pk, section_id="s1")
     with pytest.raises(Http404):
         services.section_originals(user=alice, conversation_id=conversation.pk, section_id="s2")
+
+
+def _chat(conversation, add_message, exchanges: int) -> None:
+    """``exchanges`` user turns, every third with a tool round trip (4 messages, else 2)."""
+    for n in range(exchanges):
+        add_message(conversation, "user", f"q{n}", message_id=f"u{n}")
+        if n % 3 == 2:
+            call = {"id": f"c{n}", "name": "workspace", "arguments": {}}
+            add_message(conversation, "assistant", "", message_id=f"a{n}", calls=[call])
+            add_message(conversation, "tool", "[]", message_id=f"t{n}", tool_call_id=f"c{n}")
+        add_message(conversation, "assistant", f"answer {n}", message_id=f"r{n}")
+
+
+def test_state_carries_the_newest_page_of_a_long_live_tail_from_a_user_message(alice, add_message):
+    conversation = Conversation.objects.create(owner=alice)
+    _chat(conversation, add_message, 150)  # 400 live messages
+    state = services.conversation_state(user=alice, conversation_id=conversation.pk)
+    shown = state["messages"]
+    assert shown[0]["role"] == "user"  # a page never cuts a turn
+    assert services.LIVE_PAGE <= len(shown) < services.LIVE_PAGE + 4
+    assert state["earlier"] + len(shown) == 400
+    assert shown[-1]["id"] == "r149"
+
+
+def test_earlier_pages_walk_back_to_the_first_message_without_gaps_or_repeats(alice, add_message):
+    conversation = Conversation.objects.create(owner=alice)
+    _chat(conversation, add_message, 150)
+    state = services.conversation_state(user=alice, conversation_id=conversation.pk)
+    seen = [m["id"] for m in state["messages"]]
+    earlier = state["earlier"]
+    while earlier:
+        page = services.earlier_messages(
+            user=alice, conversation_id=conversation.pk, before=seen[0]
+        )
+        assert page["messages"][0]["role"] == "user"
+        seen = [m["id"] for m in page["messages"]] + seen
+        earlier = page["earlier"]
+    rows = MessageRow.objects.filter(conversation=conversation).order_by("position")
+    assert seen == list(rows.values_list("message_id", flat=True))
+
+
+def test_earlier_messages_are_the_owners_only_and_need_a_known_anchor(alice, bob, add_message):
+    conversation = Conversation.objects.create(owner=alice)
+    _chat(conversation, add_message, 2)
+    page = services.earlier_messages(user=alice, conversation_id=conversation.pk, before="u1")
+    assert [m["id"] for m in page["messages"]] == ["u0", "r0"] and page["earlier"] == 0
+    with pytest.raises(Http404):
+        services.earlier_messages(user=bob, conversation_id=conversation.pk, before="u1")
+    with pytest.raises(Http404):
+        services.earlier_messages(user=alice, conversation_id=conversation.pk, before="nope")
