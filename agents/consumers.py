@@ -205,7 +205,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def run_probe(self, event: dict[str, Any]) -> None:
         """A run started in another process asks who listens: this socket does."""
         if event.get("origin") != self.manager.origin and event.get("reply"):
-            await self.channel_layer.send(event["reply"], self._listening())
+            try:
+                await self.channel_layer.send(event["reply"], self._listening())
+            except Exception:  # noqa: BLE001 - unanswered, the run's next frame shows a gap
+                logger.warning("answering a run's probe failed", exc_info=True)
 
     async def run_frames(self, event: dict[str, Any]) -> None:
         """Frames of a run in another process (this process's frames come directly)."""
