@@ -103,21 +103,21 @@ class RunManager:
             self._outbox = asyncio.Queue()
             self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
         # Decided now, not when the publisher gets to it: by then the run may be released.
-        remote = frame.get("type") not in DELTAS or self._wanted(conversation_id)
-        self._outbox.put_nowait((conversation_id, frame, remote))
+        share = frame.get("type") not in DELTAS or self._wanted(conversation_id)
+        self._outbox.put_nowait((conversation_id, frame, share))
 
     async def _publish_loop(self) -> None:
         outbox = self._outbox
         assert outbox is not None
         shared = is_shared(get_channel_layer())
         while True:
-            conversation_id, frame, remote = await outbox.get()
+            conversation_id, frame, share = await outbox.get()
             for subscriber in list(self._subscribers.get(conversation_id, ())):
                 try:
                     await subscriber(frame)
                 except Exception:  # noqa: BLE001 - one broken socket must not stop the others
                     logger.debug("dropping frame for a closed subscriber", exc_info=True)
-            if shared and remote:
+            if shared and share:
                 self._remote.setdefault(conversation_id, []).append(frame)
                 self._relay_wake.set()
                 if self._relay is None or self._relay.done():
