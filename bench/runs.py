@@ -19,15 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from scratch_db import open_scratch_database
 
 
 def ms(seconds: float) -> str:
@@ -116,17 +112,7 @@ def main() -> int:
     parser.add_argument("--database-url", default="")
     args = parser.parse_args()
 
-    scratch = tempfile.TemporaryDirectory(prefix="orkestrel-bench-")
-    url = args.database_url or f"sqlite:///{Path(scratch.name) / 'bench.sqlite3'}"
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orkestrel.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    scratch, _ = open_scratch_database(args.database_url)
     asyncio.run(measure(args.runs))
     scratch.cleanup()
     return 0

@@ -14,17 +14,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from scratch_db import open_scratch_database
 
 GET_TARGET = 0.200  # seconds
 
@@ -90,23 +85,14 @@ def main() -> int:
     parser.add_argument("--database-url", default="")
     args = parser.parse_args()
 
-    scratch = tempfile.TemporaryDirectory(prefix="orkestrel-bench-")
-    url = args.database_url or f"sqlite:///{Path(scratch.name) / 'bench.sqlite3'}"
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orkestrel.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
+    scratch, url = open_scratch_database(args.database_url)
     from asgiref.sync import async_to_sync
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from conversations.stores import DjangoConversationStore
 
-    call_command("migrate", verbosity=0)
     owner, _ = get_user_model().objects.get_or_create(username="bench")
     store = DjangoConversationStore(owner=owner)
 

@@ -281,22 +281,7 @@ class ChatSession:
                 changes.files.save(
                     DjangoWorkspaceStore(owner=self.spec.user_id), self.spec.workspace_id
                 )
-            self._write_rows(changes.decisions, changes.usage)
-            failures = changes.failures
-            if failures:
-                ToolFailure.objects.bulk_create(
-                    [
-                        ToolFailure(
-                            run_id=self.run_id,
-                            conversation_id=self.conversation_id,
-                            tool_call_id=call.id,
-                            tool_name=call.name,
-                            error=error,
-                        )
-                        for call, error in failures
-                    ],
-                    ignore_conflicts=True,
-                )
+            self._write_rows(changes)
             if then is not None:
                 then()
         return after() if after is not None else None
@@ -317,11 +302,9 @@ class ChatSession:
         self._written, self._removed, self._cleared = set(), set(), False
         return changes
 
-    def _write_rows(
-        self,
-        decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]],
-        usage: TokenUsage | None,
-    ) -> None:
+    def _write_rows(self, changes: Changes) -> None:
+        """The run's own rows: authority decisions, tool failures, the conversation's usage."""
+        decisions, usage = changes.decisions, changes.usage
         if decisions:
             # A rule deleted mid-run must not fail the commit (and lose the turn): lock the
             # rules still there (PostgreSQL), and keep only the label of the others.
@@ -347,6 +330,20 @@ class ChatSession:
                     )
                     for call, decision, rule in decisions
                 ]
+            )
+        if changes.failures:
+            ToolFailure.objects.bulk_create(
+                [
+                    ToolFailure(
+                        run_id=self.run_id,
+                        conversation_id=self.conversation_id,
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        error=error,
+                    )
+                    for call, error in changes.failures
+                ],
+                ignore_conflicts=True,
             )
         if usage is not None and usage.total:
             Conversation.objects.filter(id=self.conversation_id).update(

@@ -61,6 +61,13 @@ function earlierUrl(before) {
   return `${root.dataset.messagesUrl}?before=${encodeURIComponent(before)}`;
 }
 
+/** GET `url` as this user and parse the JSON answer; throws on an HTTP error. */
+async function fetchJson(url) {
+  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  return response.json();
+}
+
 function notify(message, kind = "error") {
   const notice = el(
     "div",
@@ -454,12 +461,7 @@ transcript.addEventListener(
     const list = details.querySelector(".originals");
     details.dataset.state = "loading";
     try {
-      const response = await fetch(details.dataset.src, {
-        credentials: "same-origin",
-        headers: { Accept: "application/json" },
-      });
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      const body = await response.json();
+      const body = await fetchJson(details.dataset.src);
       fillOriginals(list, body.messages || [], denials, failures);
       details.dataset.state = "loaded";
     } catch {
@@ -477,12 +479,7 @@ transcript.addEventListener("click", async (event) => {
   const row = button.closest(".earlier");
   button.disabled = true;
   try {
-    const response = await fetch(button.dataset.src, {
-      credentials: "same-origin",
-      headers: { Accept: "application/json" },
-    });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    const page = await response.json();
+    const page = await fetchJson(button.dataset.src);
     const messages = page.messages || [];
     const nodes = transcriptItems(messages, denials, failures).map((item) =>
       renderMessage(item.message, item.tools),

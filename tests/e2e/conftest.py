@@ -97,18 +97,22 @@ class Server:
 
     def shell(self, code: str) -> str:
         """Run ``code`` in ``manage.py shell`` against the server's database; its output."""
-        done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
-            cwd=REPO,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if done.returncode:
-            pytest.fail(f"manage.py shell failed:\n{done.stdout}\n{done.stderr}")
-        return done.stdout
+        return _shell(self.env, code)
+
+
+def _shell(env: dict[str, str], code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode:
+        pytest.fail(f"manage.py shell failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
 
 
 def _free_port() -> int:
@@ -179,18 +183,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """Migrate a fresh SQLite file, bootstrap it, serve it with Daphne; stop it afterwards."""
     folder = tmp_path_factory.mktemp("e2e")
     env = _server_env(folder / "e2e.sqlite3")
-    setup = subprocess.run(
-        [sys.executable, "manage.py", "shell", "--no-imports", "-c", SETUP_CODE],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if setup.returncode:
-        pytest.fail(f"setting up the e2e database failed:\n{setup.stdout}\n{setup.stderr}")
-    made = json.loads(setup.stdout.strip().splitlines()[-1])
+    made = json.loads(_shell(env, SETUP_CODE).strip().splitlines()[-1])
     port = _free_port()
     log = folder / "daphne.log"
     with log.open("wb") as sink:

@@ -256,81 +256,6 @@ async def test_compact_frame_folds_history_and_broadcasts_the_section(
     await socket.disconnect()
 
 
-@pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
-async def test_a_run_in_another_process_reaches_the_socket_through_redis(
-    user, conversation, fast_demo, manager, settings
-):
-    import os
-
-    from channels.layers import channel_layers
-
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": None}],
-                "capacity": 10_000,
-            },
-        }
-    }
-    channel_layers.backends.clear()
-    try:
-        socket, _ = await connect(user, conversation)
-        elsewhere = RunManager()  # another process's manager: frames only reach us via Redis
-        await elsewhere.start(
-            user_id=user.id, conversation_id=str(conversation.id), content="via redis"
-        )
-        frames = await frames_until(socket, "finish", timeout=10)
-        assert frames[0]["type"] == "started"
-        assert "token" in [f["type"] for f in frames]
-        await elsewhere.wait(str(conversation.id))
-        await socket.disconnect()
-    finally:
-        channel_layers.backends.clear()
-
-
-@pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
-async def test_joining_mid_run_across_processes_gets_a_snapshot_then_the_rest(
-    user, conversation, demo, manager, settings
-):
-    import os
-
-    from channels.layers import channel_layers
-
-    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.01}
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [{"address": os.environ["REDIS_URL"], "socket_timeout": None}],
-                "capacity": 10_000,
-            },
-        }
-    }
-    channel_layers.backends.clear()
-    try:
-        elsewhere = RunManager()  # the run lives in "another process"
-        watcher, _ = await connect(user, conversation)
-        await elsewhere.start(
-            user_id=user.id, conversation_id=str(conversation.id), content="cross process join"
-        )
-        seen = []
-        while len([f for f in seen if f["type"] == "token"]) < 3:
-            seen.append(await watcher.receive_json_from(timeout=5))
-        late, state = await connect(user, conversation)
-        run = state["run"]
-        assert run is not None and run["content"]
-        rest = await frames_until(late, "finish", timeout=10)
-        assert [f["seq"] for f in rest] == list(range(run["seq"] + 1, run["seq"] + 1 + len(rest)))
-        tokens_after = "".join(f["content"] for f in rest if f["type"] == "token")
-        assert run["content"] + tokens_after == rest[-1]["result"]["content"]
-        await elsewhere.wait(str(conversation.id))
-        await watcher.disconnect()
-        await late.disconnect()
-    finally:
-        channel_layers.backends.clear()
-
-
 def _redis_layer(settings) -> None:
     import os
 
@@ -357,6 +282,59 @@ async def _drain(layer, channel, seconds):
                 got.append(await layer.receive(channel))
     except TimeoutError:
         return got
+
+
+@pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
+async def test_a_run_in_another_process_reaches_the_socket_through_redis(
+    user, conversation, fast_demo, manager, settings
+):
+    from channels.layers import channel_layers
+
+    _redis_layer(settings)
+    try:
+        socket, _ = await connect(user, conversation)
+        elsewhere = RunManager()  # another process's manager: frames only reach us via Redis
+        await elsewhere.start(
+            user_id=user.id, conversation_id=str(conversation.id), content="via redis"
+        )
+        frames = await frames_until(socket, "finish", timeout=10)
+        assert frames[0]["type"] == "started"
+        assert "token" in [f["type"] for f in frames]
+        await elsewhere.wait(str(conversation.id))
+        await socket.disconnect()
+    finally:
+        channel_layers.backends.clear()
+
+
+@pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
+async def test_joining_mid_run_across_processes_gets_a_snapshot_then_the_rest(
+    user, conversation, demo, manager, settings
+):
+    from channels.layers import channel_layers
+
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.01}
+    _redis_layer(settings)
+    try:
+        elsewhere = RunManager()  # the run lives in "another process"
+        watcher, _ = await connect(user, conversation)
+        await elsewhere.start(
+            user_id=user.id, conversation_id=str(conversation.id), content="cross process join"
+        )
+        seen = []
+        while len([f for f in seen if f["type"] == "token"]) < 3:
+            seen.append(await watcher.receive_json_from(timeout=5))
+        late, state = await connect(user, conversation)
+        run = state["run"]
+        assert run is not None and run["content"]
+        rest = await frames_until(late, "finish", timeout=10)
+        assert [f["seq"] for f in rest] == list(range(run["seq"] + 1, run["seq"] + 1 + len(rest)))
+        tokens_after = "".join(f["content"] for f in rest if f["type"] == "token")
+        assert run["content"] + tokens_after == rest[-1]["result"]["content"]
+        await elsewhere.wait(str(conversation.id))
+        await watcher.disconnect()
+        await late.disconnect()
+    finally:
+        channel_layers.backends.clear()
 
 
 @pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")

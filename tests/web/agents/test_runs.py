@@ -159,16 +159,18 @@ def test_unfinished_runs_are_closed_as_interrupted_keeping_their_text(user, conv
     assert contents == ["question", "half an ans"]
 
 
-async def test_profile_scope_hides_tools_the_model_then_cannot_call(user, fast_demo):
+def _fetch_only_conversation(user, profile):
+    """A conversation on ``profile`` scoped to ``http_fetch``: asking for files then fails."""
     from agents.models import Scope
     from conversations.models import Conversation
 
-    def setup():
-        fast_demo.scope = Scope.objects.create(name="fetch only", tools=["http_fetch"])
-        fast_demo.save()
-        return Conversation.objects.create(owner=user, profile=fast_demo)
+    profile.scope = Scope.objects.create(name="fetch only", tools=["http_fetch"])
+    profile.save()
+    return Conversation.objects.create(owner=user, profile=profile)
 
-    conversation = await sync_to_async(setup)()
+
+async def test_profile_scope_hides_tools_the_model_then_cannot_call(user, fast_demo):
+    conversation = await sync_to_async(_fetch_only_conversation)(user, fast_demo)
     frames = await run_to_end(RunManager(), user, conversation, "list my files")
     tool = next(f for f in frames.frames if f["type"] == "tool")
     assert tool["result"] == {"error": "tool not found: workspace"}
@@ -177,16 +179,10 @@ async def test_profile_scope_hides_tools_the_model_then_cannot_call(user, fast_d
 async def test_a_failed_tool_call_is_recorded_so_its_card_reads_as_an_error_after_reload(
     user, fast_demo
 ):
-    from agents.models import Scope
-    from conversations.models import Conversation, ToolFailure
+    from conversations.models import ToolFailure
     from conversations.services import conversation_state
 
-    def setup():
-        fast_demo.scope = Scope.objects.create(name="fetch only", tools=["http_fetch"])
-        fast_demo.save()
-        return Conversation.objects.create(owner=user, profile=fast_demo)
-
-    conversation = await sync_to_async(setup)()
+    conversation = await sync_to_async(_fetch_only_conversation)(user, fast_demo)
     frames = await run_to_end(RunManager(), user, conversation, "list my files")
     call = next(f for f in frames.frames if f["type"] == "tool")["call"]
     failure = await sync_to_async(ToolFailure.objects.get)(conversation=conversation)

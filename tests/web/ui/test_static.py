@@ -36,14 +36,19 @@ def test_module_parses_as_an_es_module(module):
     assert result.returncode == 0, result.stderr.decode()
 
 
-@needs_node
-def test_frame_ordering_rules():
-    script = Path(__file__).parent / "js" / "protocol_check.mjs"
+def run_check(script: str, module: str) -> None:
+    """Run ``tests/web/ui/js/<script>`` under Node against ``static/orkestrel/<module>``."""
+    path = Path(__file__).parent / "js" / script
     result = subprocess.run(
-        [NODE, str(script), str(STATIC / "protocol.js")], capture_output=True, timeout=60
+        [NODE, str(path), str(STATIC / module)], capture_output=True, timeout=60
     )
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().startswith("ok ")
+
+
+@needs_node
+def test_frame_ordering_rules():
+    run_check("protocol_check.mjs", "protocol.js")
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda path: path.name)
@@ -55,9 +60,4 @@ def test_module_uses_no_remote_resources(module):
 
 @needs_node
 def test_tool_messages_become_results_errors_and_denials_on_their_cards():
-    script = Path(__file__).parent / "js" / "transcript_check.mjs"
-    result = subprocess.run(
-        [NODE, str(script), str(STATIC / "render.js")], capture_output=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr.decode()
-    assert result.stdout.decode().startswith("ok ")
+    run_check("transcript_check.mjs", "render.js")
