@@ -47,7 +47,7 @@ SETUP = """
 import json, os
 from django.contrib.auth import get_user_model
 from agents.management.commands.bootstrap import ensure_demo_profile
-from agents.runs import TICK_SECONDS
+from agents.runs import BURST_FRAMES, GAP_SECONDS, TICK_SECONDS
 from conversations.services import create_conversation
 ensure_demo_profile()
 user = get_user_model().objects.create_user(
@@ -55,7 +55,8 @@ user = get_user_model().objects.create_user(
 )
 ids = [str(create_conversation(user=user, title=f"relay {i}").id)
        for i in range(int(os.environ["RELAY_CONVERSATIONS"]))]
-print("RELAY " + json.dumps({"ids": ids, "tick": TICK_SECONDS}))
+pacing = {"tick": TICK_SECONDS, "burst": BURST_FRAMES, "gap": GAP_SECONDS}
+print("RELAY " + json.dumps({"ids": ids, "pacing": pacing}))
 """
 
 
@@ -205,10 +206,10 @@ async def stream(
     return clients, elapsed
 
 
-async def throughput(port: int, cookie: str, ids: list[str], deltas: int, tick: float) -> int:
+async def throughput(port: int, cookie: str, ids: list[str], deltas: int) -> int:
     clients, _ = await stream(port, cookie, ids, deltas, 0, 0)
     one = Figures()
-    one.add(clients[0], deltas, tick)
+    one.add(clients[0], deltas)
     if not one.firsts:
         print(f"1. throughput: no token frame arrived ({clients[0].frames[-1:]})\n")
         return max(one.lost, 1)
@@ -229,7 +230,7 @@ async def throughput(port: int, cookie: str, ids: list[str], deltas: int, tick: 
 
 
 async def concurrency(
-    args: argparse.Namespace, servers: list[Server], cookie: str, ids: list[str], tick: float
+    args: argparse.Namespace, servers: list[Server], cookie: str, ids: list[str]
 ) -> tuple[int, float]:
     count = round(args.rate * args.seconds)
     print(
@@ -242,10 +243,9 @@ async def concurrency(
     (loop1, rest1), cpu_client = cpu(servers), time.process_time() - cpu_client
     many = Figures()
     for client in clients:
-        many.add(client, count, tick)
+        many.add(client, count)
     print(f"   run start          {spread(many.starts)}  (send -> started frame)")
     print(f"   added latency      {spread(many.latencies)}  (delta stamp -> client)")
-    print(f"   beyond the tick    {spread(many.beyond)}  (frame - first delta - tick)")
     for name, window, latencies in many.phases():
         if window > 0:
             print(f"   {name:<18} {spread(latencies)}  (added, over {window:.1f} s)")
@@ -280,18 +280,22 @@ def cpu(servers: list[Server]) -> tuple[float, float]:
 async def scenarios(
     args: argparse.Namespace, servers: list[Server], cookie: str, setup: dict
 ) -> bool:
-    ids, tick, port = setup["ids"], setup["tick"], servers[0].port
+    ids, pacing, port = setup["ids"], setup["pacing"], servers[0].port
     # The load generator keeps every frame it receives for the figures; its collector's full
     # passes over that growing heap stalled all 200 clients at once and showed as relay
     # latency. The instrument runs without one (the server keeps its own).
     gc.disable()
     await stream(port, cookie, ids[:1], 200, 0, 0)  # warm-up: imports, first queries
-    print(f"tick (TICK_SECONDS) {ms(tick)}   coalescing holds a delta up to one tick by design\n")
+    print(
+        f"pacing             one text frame per {pacing['tick'] * 1000:g} ms tick on average, "
+        f"{pacing['burst']} in a row, {pacing['gap'] * 1000:g} ms apart "
+        "(a delta waits only when its run is past that)\n"
+    )
     lost, lost_many, p99 = 0, 0, 0.0
     if args.deltas:
-        lost = await throughput(port, cookie, ids[1:2], args.deltas, tick)
+        lost = await throughput(port, cookie, ids[1:2], args.deltas)
     if args.conversations:
-        lost_many, p99 = await concurrency(args, servers, cookie, ids[2:], tick)
+        lost_many, p99 = await concurrency(args, servers, cookie, ids[2:])
     ok = lost + lost_many == 0 and p99 < TARGET_P99
     verdict = "met" if ok else "MISSED"
     print(f"\ntarget: nothing lost, p99 added latency < {ms(TARGET_P99).strip()}: {verdict}")

@@ -127,7 +127,6 @@ async def close(clients: list[Client]) -> None:
 class Figures:
     stamps: list[float] = field(default_factory=list)  # per delta: the provider's stamp
     latencies: list[float] = field(default_factory=list)  # per delta: receive - stamp
-    beyond: list[float] = field(default_factory=list)  # per frame: receive - (first + tick)
     lags: list[float] = field(default_factory=list)  # per delta: stamp - due (provider)
     starts: list[float] = field(default_factory=list)  # per run: send -> ``started`` frame
     firsts: list[float] = field(default_factory=list)  # per run: first delta stamp
@@ -141,7 +140,7 @@ class Figures:
     dropped: int = 0  # sockets the server closed mid-run
     last_receive: float = 0.0
 
-    def add(self, client: Client, count: int, tick: float) -> None:
+    def add(self, client: Client, count: int) -> None:
         frames = client.frames
         finish = next((f for _, f in frames if f.get("type") == "finish"), None)
         if finish is None:
@@ -168,7 +167,6 @@ class Figures:
                 self.latencies.append(at - stamp)
                 self.lags.append(lag)
             self.stamps += stamps
-            self.beyond.append(at - (stamps[0] + tick))
             self.last_receive = max(self.last_receive, at)
         if indices:
             self.firsts.append(self.stamps[-len(indices)])

@@ -13,6 +13,7 @@ message; a snapshot that reuses an id for different content keeps the stored con
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -29,6 +30,7 @@ from .writer import Stored, Writer, layout, new_message_row
 
 __all__ = ["DjangoConversationStore"]
 
+# A message row's columns: its section, then ``message_dict``'s arguments.
 _MESSAGE_COLUMNS = (
     "section_id",
     "message_id",
@@ -84,31 +86,7 @@ class DjangoConversationStore:
         summary = list(found)
         if not summary:
             return None
-        sections = list(
-            Section.objects.filter(conversation_id=key)
-            .order_by("position")
-            .values_list("pk", "section_id", "summary")
-        )
-        originals: dict[int, list[dict[str, Any]]] = {pk: [] for pk, _, _ in sections}
-        tail: list[dict[str, Any]] = []
-        rows = (
-            Message.objects.filter(conversation_id=key)
-            .order_by("position", "pk")
-            .values_list(*_MESSAGE_COLUMNS)
-        )
-        for section, *columns in rows:
-            (tail if section is None else originals[section]).append(message_dict(*columns))
-        snapshot: ConversationSnapshot = {
-            "id": str(key),
-            "sections": [
-                {"id": section_id, "summary": text, "messages": originals[pk]}
-                for pk, section_id, text in sections
-            ],
-            "messages": tail,
-        }
-        if summary[0] is not None:
-            snapshot["summary"] = summary[0]
-        return snapshot
+        return _snapshot(key, summary[0])
 
     def set_sync(self, snapshot: ConversationSnapshot) -> None:
         """Write ``snapshot``, changing only what differs from the stored rows.
@@ -130,9 +108,11 @@ class DjangoConversationStore:
         with transaction.atomic():
             Writer(key, groups, self._claim(key)).write(snapshot.get("summary"))
 
-    def append_sync(self, id: str, message: MessageInput) -> None:
-        """Add one new message at the end of the live tail: ``set`` of the stored snapshot plus
-        ``message``, without reading or re-checking the stored messages (a run's start).
+    def append_sync(self, id: str, message: MessageInput) -> ConversationSnapshot:
+        """Add one new message at the end of the live tail and return the stored snapshot with
+        it: ``set`` of the stored snapshot plus ``message``, without re-checking the stored
+        messages (a run's start). The read happens under the write's lock, so the snapshot is
+        exactly what is stored.
 
         Raises:
             ValueError: ``id`` is not a canonical UUID string, the message is malformed or its
@@ -142,15 +122,21 @@ class DjangoConversationStore:
         key = parse_id(id)
         if key is None:
             raise ValueError(f"conversation id must be a canonical UUID string, not {id!r}")
+        row = new_message_row(key, None, 0, message)
         with transaction.atomic():
-            stored = self._claim(key)
-            row = new_message_row(key, None, stored.top + 1, message)
-            try:
-                with transaction.atomic():
-                    row.save(force_insert=True)
-            except IntegrityError as error:
-                raise ValueError(f"message id {row.message_id!r} is stored already") from error
+            stored = self._claim(key, count=False)
+            snapshot = _snapshot(key, stored.summary)
+            if any(m["id"] == row.message_id for m in _every_message(snapshot)):
+                raise ValueError(f"message id {row.message_id!r} is stored already")
+            row.position = stored.top + 1
+            row.save(force_insert=True)
             Conversation.objects.filter(pk=key).update(updated=timezone.now())
+        snapshot["messages"].append(
+            message_dict(
+                row.message_id, row.role, row.content, row.calls, row.images, row.tool_call_id
+            )
+        )
+        return snapshot
 
     def delete_sync(self, id: str) -> None:
         """Drop the conversation ``id`` (sections, messages, runs cascade); absent is a no-op."""
@@ -158,9 +144,12 @@ class DjangoConversationStore:
         if key is not None:
             self._conversations().filter(pk=key).delete()
 
-    def _claim(self, key: uuid.UUID) -> Stored:
-        """Lock (PostgreSQL) or create the conversation row; what the save needs to know of it."""
-        row = _locked(key)
+    def _claim(self, key: uuid.UUID, *, count: bool = True) -> Stored:
+        """Lock (PostgreSQL) or create the conversation row; what the save needs to know of it.
+
+        ``count=False`` skips counting the stored messages (``Stored.total`` is then ``None``).
+        """
+        row = _locked(key, count=count)
         if row is None:
             if self._owner is None:
                 raise ValueError("creating a conversation needs a store with an owner")
@@ -170,25 +159,74 @@ class DjangoConversationStore:
                 return Stored(summary=None, top=-1, total=0)
             except IntegrityError:
                 # A concurrent first save created it: wait for its lock and carry on.
-                row = _locked(key)
+                row = _locked(key, count=count)
                 if row is None:
                     raise
         owner, summary, top, total = row
         if self._owner is not None and owner != self._owner:
             raise PermissionError(f"conversation {str(key)!r} belongs to another user")
-        return Stored(summary=summary, top=-1 if top is None else top, total=total or 0)
+        return Stored(
+            summary=summary,
+            top=-1 if top is None else top,
+            total=(total or 0) if count else None,
+        )
 
 
-def _locked(key: uuid.UUID) -> tuple[int, str | None, int | None, int | None] | None:
-    """The conversation's owner, rollup, highest position and message count, row locked."""
+def _snapshot(key: uuid.UUID, summary: str | None) -> ConversationSnapshot:
+    """The stored sections and messages of ``key`` as a snapshot (two queries)."""
+    sections = list(
+        Section.objects.filter(conversation_id=key)
+        .order_by("position")
+        .values_list("pk", "section_id", "summary")
+    )
+    originals: dict[int, list[dict[str, Any]]] = {pk: [] for pk, _, _ in sections}
+    tail: list[dict[str, Any]] = []
+    rows = (
+        Message.objects.filter(conversation_id=key)
+        .order_by("position", "pk")
+        .values_list(*_MESSAGE_COLUMNS)
+    )
+    for section, *columns in rows:
+        (tail if section is None else originals[section]).append(message_dict(*columns))
+    snapshot: ConversationSnapshot = {
+        "id": str(key),
+        "sections": [
+            {"id": section_id, "summary": text, "messages": originals[pk]}
+            for pk, section_id, text in sections
+        ],
+        "messages": tail,
+    }
+    if summary is not None:
+        snapshot["summary"] = summary
+    return snapshot
+
+
+def _every_message(snapshot: ConversationSnapshot) -> Iterator[Mapping[str, Any]]:
+    for section in snapshot["sections"]:
+        yield from section["messages"]
+    yield from snapshot["messages"]
+
+
+def _locked(
+    key: uuid.UUID, *, count: bool = True
+) -> tuple[int, str | None, int | None, int | None] | None:
+    """The conversation's owner, rollup, highest position and (if asked) message count, with
+    the row locked."""
     messages = Message.objects.filter(conversation_id=OuterRef("pk")).order_by()
-    return (
+    annotations: dict[str, Subquery] = {
+        "top": Subquery(messages.order_by("-position").values("position")[:1])
+    }
+    if count:
+        annotations["total"] = Subquery(
+            messages.values("conversation_id").annotate(n=Count("pk")).values("n")
+        )
+    found = list(
         Conversation.objects.select_for_update()
         .filter(pk=key)
-        .annotate(
-            top=Subquery(messages.order_by("-position").values("position")[:1]),
-            total=Subquery(messages.values("conversation_id").annotate(n=Count("pk")).values("n")),
-        )
-        .values_list("owner_id", "summary", "top", "total")
-        .first()
+        .annotate(**annotations)
+        .values_list("owner_id", "summary", *annotations)[:1]
     )
+    if not found:
+        return None
+    owner, summary, top, *total = found[0]
+    return owner, summary, top, total[0] if total else None

@@ -30,11 +30,12 @@ __all__ = ["Group", "Stored", "Writer", "fingerprint", "layout", "new_message_ro
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """The stored conversation as a save sees it: rollup, highest position, message count."""
+    """The stored conversation as a save sees it: rollup, highest position, message count
+    (``None`` when the save did not need it)."""
 
     summary: str | None
     top: int
-    total: int
+    total: int | None
 
 
 @dataclass(slots=True)
@@ -185,7 +186,7 @@ class Writer:
         unread = [row.pk for key, row in stored.items() if key not in trusted]
         rows = _rows(self.key, Q(section__isnull=True) | Q(section_id__in=unread))
         listed = sum(len(group.messages) for group in self.groups if group.key in trusted)
-        if self.stored.total - len(rows) != listed:
+        if self.stored.total is None or self.stored.total - len(rows) != listed:
             # Rows changed under a trusted section (another writer): read and compare them all.
             rows, trusted = _rows(self.key, Q()), set()
         self.rows = rows

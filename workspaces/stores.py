@@ -121,16 +121,21 @@ class DjangoWorkspaceStore:
         return queryset if self._owner is None else queryset.filter(owner_id=self._owner)
 
     def get_sync(self, id: str) -> WorkspaceSnapshot | None:
-        """Rebuild the snapshot in two queries; ``None`` for an unknown or malformed id."""
+        """Rebuild the snapshot in one query; ``None`` for an unknown or malformed id."""
         key = parse_id(id)
-        if key is None or not self._workspaces().filter(pk=key).exists():
+        if key is None:
             return None
-        rows = (
-            WorkspaceFile.objects.filter(workspace_id=key)
-            .order_by("position", "pk")
-            .values_list("path", "text", "language", "data", "mime", "state", "size", "lines")
+        # The workspace joined to its files: no row means no workspace, a row of NULLs (the
+        # outer join's) a workspace without files.
+        rows = list(
+            self._workspaces()
+            .filter(pk=key)
+            .order_by("files__position", "files__pk")
+            .values_list(*(f"files__{column}" for column in _FILE_COLUMNS))
         )
-        return {"id": str(key), "files": [_file_dict(*row) for row in rows]}
+        if not rows:
+            return None
+        return {"id": str(key), "files": [_file_dict(*row) for row in rows if row[0] is not None]}
 
     def set_sync(self, snapshot: WorkspaceSnapshot) -> None:
         """Write ``snapshot``, changing only the rows that differ, in one transaction.
@@ -255,6 +260,10 @@ def _positions(rows: list[WorkspaceFile | None], stored: dict[str, WorkspaceFile
             top += 1
         result.append(top if row is None else row.position)
     return result
+
+
+# A file row's columns, as ``_file_dict`` takes them.
+_FILE_COLUMNS = ("path", "text", "language", "data", "mime", "state", "size", "lines")
 
 
 def _file_dict(

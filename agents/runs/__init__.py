@@ -1,6 +1,6 @@
 """Runs belong to the server process, not to a socket.
 
-A run is an asyncio task that drives one conversation's agent, coalesces its output into
+A run is an asyncio task that drives one conversation's agent, paces its output into
 numbered frames, delivers them to every socket on the conversation (directly in this
 process; through the channel layer to other processes when the layer is shared), commits
 each finished message at once and checkpoints the in-flight answer every second.
@@ -9,14 +9,16 @@ Modules: ``manager`` (the run manager), ``active`` (one streaming run), ``record
 database rows and start-up recovery), ``payloads`` (frame payloads), ``groups`` (layer groups).
 """
 
-from .active import TICK_SECONDS, ActiveRun
+from .active import BURST_FRAMES, GAP_SECONDS, TICK_SECONDS, ActiveRun
 from .groups import group_name, is_shared, join_group
 from .manager import CHECKPOINT_SECONDS, MANUAL_KEEP, Busy, RunManager, run_manager
 from .payloads import committed_payload, section_payload
 from .records import TITLE_LENGTH, recover_interrupted
 
 __all__ = [
+    "BURST_FRAMES",
     "CHECKPOINT_SECONDS",
+    "GAP_SECONDS",
     "MANUAL_KEEP",
     "TICK_SECONDS",
     "TITLE_LENGTH",

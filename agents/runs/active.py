@@ -26,12 +26,16 @@ from .records import finish_run
 if TYPE_CHECKING:
     from .manager import RunManager
 
-__all__ = ["TICK_SECONDS", "ActiveRun"]
+__all__ = ["BURST_FRAMES", "GAP_SECONDS", "TICK_SECONDS", "ActiveRun"]
 
 logger = logging.getLogger(__name__)
 
-# Deltas are coalesced into one frame per tick (20-50 ms keeps sockets and the layer calm).
+# Text frames are paced to one per tick on average (20-50 ms keeps sockets and the layer calm).
 TICK_SECONDS = 0.02
+# Frames a run may send in a row before pacing applies (absorbs a stream's jitter), and the
+# least time between two: deltas that catch up after a stall share a frame.
+BURST_FRAMES = 8
+GAP_SECONDS = 0.005
 
 
 @dataclass
@@ -110,13 +114,18 @@ class ActiveRun:
     async def drive(self) -> None:
         """Run the agent to its end, publishing and committing as it goes.
 
-        Chunks are drained in batches: after a batch with text the driver sleeps one tick and
-        sends what arrived meanwhile as one frame, so a fast stream costs a wake-up per tick,
-        not one per delta.
+        Chunks are drained in batches. Text goes out at once while the run has credit (one
+        frame per tick on average, ``BURST_FRAMES`` in a row) and its last frame left at least
+        ``GAP_SECONDS`` ago; otherwise it waits for both and goes out with whatever arrived
+        meanwhile. So a stream at or under the tick rate waits for nothing, a fast one costs
+        one frame and one wake-up per tick, and a stream catching up after a stall is sent in
+        a few frames instead of one per delta.
         """
         session = self.session
         result: AgentResult | None = None
         error: BaseException | None = None
+        clock = asyncio.get_running_loop().time
+        credit, stamp, last = float(BURST_FRAMES), clock(), -GAP_SECONDS
         try:
             stream = session.agent.stream(think=session.think)
             channel = stream.channel
@@ -127,8 +136,17 @@ class ActiveRun:
                     break
                 await self._handle(chunks)
                 if self._tokens or self._thoughts:
-                    await asyncio.sleep(TICK_SECONDS)
-                    await self._handle(channel.take())
+                    now = clock()
+                    credit = min(BURST_FRAMES, credit + (now - stamp) / TICK_SECONDS)
+                    stamp = now
+                    due = max(last + GAP_SECONDS, now + max(0.0, 1 - credit) * TICK_SECONDS)
+                    if due > now:
+                        await asyncio.sleep(due - now)
+                        await self._handle(channel.take())
+                        now = clock()
+                        credit = min(BURST_FRAMES, credit + (now - stamp) / TICK_SECONDS)
+                        stamp = now
+                    credit, last = credit - 1, now
                     self.flush()
             result = await stream.result
         except Exception as caught:

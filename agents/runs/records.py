@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from django.db import connection, transaction
@@ -10,9 +9,10 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Run
 from conversations.stores import DjangoConversationStore
-from orkestrel.core import AgentResult, Message, TokenUsage, create_conversation, message_to_dict
+from orkestrel.core import AgentResult, Message, TokenUsage, create_conversation
+from workspaces.stores import DjangoWorkspaceStore
 
-from ..runtime.spec import LoadedSession, load_session
+from ..runtime.spec import LoadedSession, load_spec
 from .payloads import committed_payload
 
 __all__ = [
@@ -88,16 +88,19 @@ def _start_run(conversation_id: str, content: str, title: str) -> tuple[int, str
 def prepare_run(
     conversation_id: str, user_id: int, message: Message
 ) -> tuple[LoadedSession, int, TokenUsage, dict[str, Any], str]:
-    """Load the session, store the user message and open the ``Run`` row, in one transaction."""
-    loaded = load_session(conversation_id, user_id)
-    snapshot = loaded.conversation or {"id": conversation_id, "sections": [], "messages": []}
+    """Load the session, store the user message and open the ``Run`` row, in one transaction.
+
+    Few statements on purpose: each one hands the GIL to the event loop and waits to get it
+    back, so under load a start's wall time grows with its statement count.
+    """
     with transaction.atomic():
-        # An append, not a ``set``: a start never reads or re-checks the history.
-        DjangoConversationStore(owner=user_id).append_sync(conversation_id, message)
-        run_id, title = _start_run(conversation_id, message.content, loaded.spec.title)
-    stored = {**snapshot, "messages": [*snapshot["messages"], message_to_dict(message)]}
+        spec = load_spec(conversation_id, user_id)
+        # An append, not a ``set``: the history is read under the append's lock, not re-checked.
+        stored = DjangoConversationStore(owner=user_id).append_sync(conversation_id, message)
+        workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
+        run_id, title = _start_run(conversation_id, message.content, spec.title)
     payload = committed_payload([message])[0]
-    return replace(loaded, conversation=stored), run_id, loaded.spec.usage, payload, title
+    return LoadedSession(spec, stored, workspace), run_id, spec.usage, payload, title
 
 
 def recover_interrupted() -> int:

@@ -1,11 +1,12 @@
 """The run manager over the real runtime, the real database and the demo model."""
 
 import asyncio
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.runs import RunManager, recover_interrupted
+from agents.runs import RunManager, active, recover_interrupted
 from conversations.models import AuthorityDecision, Message, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -14,9 +15,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 class Collector:
     def __init__(self):
         self.frames = []
+        self.times = []
 
     async def __call__(self, frame):
         self.frames.append(frame)
+        self.times.append(time.monotonic())
 
     def types(self):
         return [f["type"] for f in self.frames]
@@ -264,3 +267,61 @@ async def test_finish_frame_carries_the_context_meter_even_after_a_stop(
     finish = frames.frames[-1]
     assert finish["type"] == "finish"
     assert finish["context"]["window"] == 8000 and finish["context"]["used"] > 0
+
+
+# -- pacing of text frames ---------------------------------------------------------------------
+# The demo model thinks (8 words), then answers; think and token frames share the pacing.
+
+
+def text_frames(frames, kinds=("think", "token")):
+    return [
+        (at, f) for at, f in zip(frames.times, frames.frames, strict=True) if f["type"] in kinds
+    ]
+
+
+async def test_a_stream_slower_than_the_tick_is_sent_delta_by_delta_without_waiting(
+    user, conversation, demo, settings, monkeypatch
+):
+    # A one-second tick: holding deltas for a tick (trailing coalescing) would show at once.
+    monkeypatch.setattr(active, "TICK_SECONDS", 1.0)
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.05}
+    frames = await run_to_end(RunManager(), user, conversation, "one two three four")
+
+    started = frames.times[frames.types().index("started")]
+    burst = text_frames(frames)[: active.BURST_FRAMES]
+    # Each word its own frame, on the heels of the one before: nothing waited for the tick.
+    assert len(burst) == active.BURST_FRAMES
+    assert all(len(f["content"].split()) == 1 for _, f in burst)
+    assert burst[-1][0] - started < 0.8
+    tokens = "".join(f["content"] for _, f in text_frames(frames, ("token",)))
+    assert tokens == frames.frames[-1]["result"]["content"]
+
+
+async def test_a_fast_stream_gets_at_most_one_frame_per_tick_after_its_burst(
+    user, conversation, demo, settings, monkeypatch
+):
+    monkeypatch.setattr(active, "TICK_SECONDS", 0.05)
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.002}
+    frames = await run_to_end(RunManager(), user, conversation, " ".join(["w"] * 150))
+
+    texts = text_frames(frames)
+    span = texts[-1][0] - texts[0][0]
+    # +2: the first frame, and one flush that carries a think and a token frame together.
+    assert len(texts) <= active.BURST_FRAMES + span / 0.05 + 2
+    assert len(texts) < 60  # against about 180 deltas
+    tokens = "".join(f["content"] for _, f in text_frames(frames, ("token",)))
+    assert tokens == frames.frames[-1]["result"]["content"]
+
+
+async def test_deltas_that_arrive_back_to_back_share_a_frame(
+    user, conversation, demo, settings, monkeypatch
+):
+    # Deltas a loop pass apart (a provider catching up after a stall) are not a frame each,
+    # even while the run still has credit for a burst.
+    monkeypatch.setattr(active, "GAP_SECONDS", 0.2)
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.001}
+    frames = await run_to_end(RunManager(), user, conversation, "a b c d e f g h i j k l")
+
+    assert len(text_frames(frames)) < active.BURST_FRAMES
+    tokens = text_frames(frames, ("token",))
+    assert all(b - a >= 0.19 for (a, _), (b, _) in zip(tokens, tokens[1:], strict=False))

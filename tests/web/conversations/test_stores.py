@@ -376,10 +376,12 @@ def test_append_lands_exactly_as_a_set_of_the_longer_snapshot_would(django_store
     django_store.set_sync(conversation.snapshot())
     message = {"id": "m-new", "role": "user", "content": "one more"}
 
-    django_store.append_sync(conversation.id, message)
+    returned = django_store.append_sync(conversation.id, message)
 
     conversation.add(message)
     assert django_store.get_sync(conversation.id) == conversation.snapshot()
+    # What a run's start builds its agent from: the stored snapshot, read under the lock.
+    assert returned == conversation.snapshot()
 
 
 @pytest.mark.parametrize("size", [10, 1_000])

@@ -88,7 +88,7 @@ def test_an_edit_costs_the_same_queries_with_3_or_300_files(django_store) -> Non
         costs.append(len(queries))
         with CaptureQueriesContext(connection) as read:
             assert django_store.get_sync(workspace.id) == workspace.snapshot()
-        assert len(read) == 2
+        assert len(read) == 1
     assert costs[0] == costs[1]
 
 
