@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 TICK_SECONDS = 0.02
 # Frames a run may send in a row before pacing applies (absorbs a stream's jitter), and the
 # least time between two: deltas that catch up after a stall share a frame.
-BURST_FRAMES = 8
+BURST_FRAMES = 16
 GAP_SECONDS = 0.005
 
 

@@ -40,7 +40,9 @@ MANUAL_KEEP = 2
 # deltas of runs another process listens to are published; every other frame always is, so a
 # listener that answered late (a socket still joining waits up to 2 s) sees a gap at the next
 # one and resyncs, which registers it.
-LISTEN_GRACE_SECONDS = 1.0
+LISTEN_GRACE_SECONDS = 0.25
+# Group sends to the shared layer in flight at once (per process).
+RELAY_SENDS = 32
 # The frames that are most of the traffic; every other kind is rare and always shared.
 DELTAS = frozenset({"token", "think"})
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
@@ -68,6 +70,7 @@ class RunManager:
         # Conversations a socket of another process listens to, and the probe's grace periods.
         self._listened: set[str] = set()
         self._grace: dict[str, float] = {}
+        self._announcing: set[asyncio.Task[None]] = set()
         self._relay_wake = asyncio.Event()
         self._relay: asyncio.Task[None] | None = None
         # This process's channel on the shared layer, for snapshot requests (joins).
@@ -141,16 +144,20 @@ class RunManager:
             await self._relay_wake.wait()
             self._relay_wake.clear()
             batches, self._remote = self._remote, {}
-            sends = [
-                layer.group_send(
-                    group_name(conversation_id),
-                    {"type": "run.frames", "origin": self.origin, "frames": frames},
-                )
-                for conversation_id, frames in batches.items()
-            ]
-            for outcome in await asyncio.gather(*sends, return_exceptions=True):
-                if isinstance(outcome, Exception):
-                    logger.warning("channel layer publish failed: %s", outcome)
+            pending = list(batches.items())
+            # A bounded number in flight: each concurrent send holds a pooled connection, and
+            # a burst of new connections costs the loop more than waiting for a few round trips.
+            for start in range(0, len(pending), RELAY_SENDS):
+                sends = [
+                    layer.group_send(
+                        group_name(conversation_id),
+                        {"type": "run.frames", "origin": self.origin, "frames": frames},
+                    )
+                    for conversation_id, frames in pending[start : start + RELAY_SENDS]
+                ]
+                for outcome in await asyncio.gather(*sends, return_exceptions=True):
+                    if isinstance(outcome, Exception):
+                        logger.warning("channel layer publish failed: %s", outcome)
 
     async def drain(self) -> None:
         """Wait until every queued frame was delivered (tests and shutdown)."""
@@ -190,8 +197,7 @@ class RunManager:
             self._runs[conversation_id] = active
             if self._checkpointer is None or self._checkpointer.done():
                 self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoints())
-            await self._listen(conversation_id)
-            await self._probe(conversation_id)
+            self._announce(conversation_id)
         finally:
             self._starting.discard(conversation_id)
         active.emit("started", message=user_payload, nonce=nonce, title=title)
@@ -262,11 +268,23 @@ class RunManager:
 
     # -- joins from other processes -----------------------------------------------------------
 
-    async def _listen(self, conversation_id: str) -> None:
-        """Answer snapshot requests for this run from sockets in other processes."""
-        layer = get_channel_layer()
-        if not is_shared(layer):
+    def _announce(self, conversation_id: str) -> None:
+        """Tell other processes about the new run, without holding up its start.
+
+        The grace period starts now, so no delta is held back from a listener that has not
+        answered yet; the layer's round trips happen in the background.
+        """
+        if not is_shared(get_channel_layer()):
             return
+        self._grace[conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
+        task = asyncio.get_running_loop().create_task(self._listen_and_probe(conversation_id))
+        # The loop keeps only a weak reference to a task: hold it until it is done.
+        self._announcing.add(task)
+        task.add_done_callback(self._announcing.discard)
+
+    async def _listen_and_probe(self, conversation_id: str) -> None:
+        layer = get_channel_layer()
+        # Answer snapshot requests for this run from sockets in other processes.
         try:
             if self._control is None:
                 self._control = await layer.new_channel()
@@ -274,13 +292,7 @@ class RunManager:
             await layer.group_add(join_group(conversation_id), self._control)
         except Exception:  # noqa: BLE001 - a flaky layer must not stop the run (joins time out)
             logger.warning("channel layer join group failed", exc_info=True)
-
-    async def _probe(self, conversation_id: str) -> None:
-        """Ask the conversation's sockets in other processes to say they listen."""
-        layer = get_channel_layer()
-        if not is_shared(layer):
-            return
-        self._grace[conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
+        # Ask the conversation's sockets in other processes to say they listen.
         try:
             await layer.group_send(
                 group_name(conversation_id),
@@ -293,7 +305,8 @@ class RunManager:
             )
         except Exception:  # noqa: BLE001 - unsure who listens: publish everything
             logger.warning("channel layer probe failed", exc_info=True)
-            self._listened.add(conversation_id)
+            if conversation_id in self._runs:
+                self._listened.add(conversation_id)
 
     async def _answer(self, layer: Any) -> None:
         channel = self._control
