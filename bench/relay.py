@@ -287,7 +287,7 @@ async def scenarios(
     gc.disable()
     await stream(port, cookie, ids[:1], 200, 0, 0)  # warm-up: imports, first queries
     print(
-        f"pacing             one text frame per {pacing['tick'] * 1000:g} ms tick on average, "
+        f"pacing             about one text frame per {pacing['tick'] * 1000:g} ms tick, "
         f"{pacing['burst']} in a row, {pacing['gap'] * 1000:g} ms apart "
         "(a delta waits only when its run is past that)\n"
     )

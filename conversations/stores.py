@@ -123,14 +123,19 @@ class DjangoConversationStore:
         if key is None:
             raise ValueError(f"conversation id must be a canonical UUID string, not {id!r}")
         row = new_message_row(key, None, 0, message)
-        with transaction.atomic():
-            stored = self._claim(key, count=False)
-            snapshot = _snapshot(key, stored.summary)
-            if any(m["id"] == row.message_id for m in _every_message(snapshot)):
-                raise ValueError(f"message id {row.message_id!r} is stored already")
-            row.position = stored.top + 1
-            row.save(force_insert=True)
-            Conversation.objects.filter(pk=key).update(updated=timezone.now())
+        taken = ValueError(f"message id {row.message_id!r} is stored already")
+        try:
+            with transaction.atomic():
+                stored = self._claim(key, count=False)
+                snapshot = _snapshot(key, stored.summary)
+                if any(m["id"] == row.message_id for m in _every_message(snapshot)):
+                    raise taken
+                row.position = stored.top + 1
+                row.save(force_insert=True)
+                Conversation.objects.filter(pk=key).update(updated=timezone.now())
+        except IntegrityError as error:
+            # A writer that bypassed the lock stored the id meanwhile (the unique constraint).
+            raise taken from error
         snapshot["messages"].append(
             message_dict(
                 row.message_id, row.role, row.content, row.calls, row.images, row.tool_call_id
@@ -156,7 +161,7 @@ class DjangoConversationStore:
             try:
                 with transaction.atomic():
                     Conversation.objects.create(id=key, owner_id=self._owner)
-                return Stored(summary=None, top=-1, total=0)
+                return Stored(summary=None, top=-1, total=0 if count else None)
             except IntegrityError:
                 # A concurrent first save created it: wait for its lock and carry on.
                 row = _locked(key, count=count)

@@ -26,7 +26,7 @@ from .records import finish_run
 if TYPE_CHECKING:
     from .manager import RunManager
 
-__all__ = ["BURST_FRAMES", "GAP_SECONDS", "TICK_SECONDS", "ActiveRun"]
+__all__ = ["BURST_FRAMES", "GAP_SECONDS", "REFILL", "TICK_SECONDS", "ActiveRun"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ TICK_SECONDS = 0.02
 # least time between two: deltas that catch up after a stall share a frame.
 BURST_FRAMES = 16
 GAP_SECONDS = 0.005
+# Credit comes back this much faster than one per tick. A stream at exactly the tick rate
+# that fell behind (a stall spent its burst) would otherwise wait the same fraction of a tick
+# for every later delta; with 5 % it is level again within 20 ticks.
+REFILL = 1.05
 
 
 @dataclass
@@ -114,8 +118,8 @@ class ActiveRun:
     async def drive(self) -> None:
         """Run the agent to its end, publishing and committing as it goes.
 
-        Chunks are drained in batches. Text goes out at once while the run has credit (one
-        frame per tick on average, ``BURST_FRAMES`` in a row) and its last frame left at least
+        Chunks are drained in batches. Text goes out at once while the run has credit (about
+        one frame per tick on average, ``BURST_FRAMES`` in a row) and its last frame left at least
         ``GAP_SECONDS`` ago; otherwise it waits for both and goes out with whatever arrived
         meanwhile. So a stream at or under the tick rate waits for nothing, a fast one costs
         one frame and one wake-up per tick, and a stream catching up after a stall is sent in
@@ -137,15 +141,13 @@ class ActiveRun:
                 await self._handle(chunks)
                 if self._tokens or self._thoughts:
                     now = clock()
-                    credit = min(BURST_FRAMES, credit + (now - stamp) / TICK_SECONDS)
-                    stamp = now
-                    due = max(last + GAP_SECONDS, now + max(0.0, 1 - credit) * TICK_SECONDS)
+                    credit, stamp = _refill(credit, stamp, now), now
+                    due = max(last + GAP_SECONDS, now + (1 - credit) * TICK_SECONDS / REFILL)
                     if due > now:
                         await asyncio.sleep(due - now)
                         await self._handle(channel.take())
                         now = clock()
-                        credit = min(BURST_FRAMES, credit + (now - stamp) / TICK_SECONDS)
-                        stamp = now
+                        credit, stamp = _refill(credit, stamp, now), now
                     credit, last = credit - 1, now
                     self.flush()
             result = await stream.result
@@ -234,3 +236,8 @@ class ActiveRun:
             logger.exception("settling run %s failed", self.run_id)
         finally:
             self.manager.release(self.conversation_id, self)
+
+
+def _refill(credit: float, since: float, now: float) -> float:
+    """A run's frame credit after the time from ``since`` to ``now``."""
+    return min(BURST_FRAMES, credit + (now - since) * REFILL / TICK_SECONDS)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -70,7 +70,8 @@ class RunManager:
         # Conversations a socket of another process listens to, and the probe's grace periods.
         self._listened: set[str] = set()
         self._grace: dict[str, float] = {}
-        self._announcing: set[asyncio.Task[None]] = set()
+        # Layer chores in flight (announcing and leaving), held so they are not collected.
+        self._tasks: set[asyncio.Task[None]] = set()
         self._relay_wake = asyncio.Event()
         self._relay: asyncio.Task[None] | None = None
         # This process's channel on the shared layer, for snapshot requests (joins).
@@ -197,7 +198,7 @@ class RunManager:
             self._runs[conversation_id] = active
             if self._checkpointer is None or self._checkpointer.done():
                 self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoints())
-            self._announce(conversation_id)
+            self._announce(active)
         finally:
             self._starting.discard(conversation_id)
         active.emit("started", message=user_payload, nonce=nonce, title=title)
@@ -261,28 +262,30 @@ class RunManager:
             self._listened.discard(conversation_id)
             self._grace.pop(conversation_id, None)
             if self._control is not None:
-                layer = get_channel_layer()
-                asyncio.get_running_loop().create_task(
-                    layer.group_discard(join_group(conversation_id), self._control)
-                )
+                self._background(self._leave(conversation_id))
 
     # -- joins from other processes -----------------------------------------------------------
 
-    def _announce(self, conversation_id: str) -> None:
+    def _announce(self, active: ActiveRun) -> None:
         """Tell other processes about the new run, without holding up its start.
 
         The grace period starts now, so no delta is held back from a listener that has not
-        answered yet; the layer's round trips happen in the background.
+        answered yet, and starts again once the probe is out; the layer's round trips happen
+        in the background.
         """
         if not is_shared(get_channel_layer()):
             return
-        self._grace[conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
-        task = asyncio.get_running_loop().create_task(self._listen_and_probe(conversation_id))
-        # The loop keeps only a weak reference to a task: hold it until it is done.
-        self._announcing.add(task)
-        task.add_done_callback(self._announcing.discard)
+        self._grace[active.conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
+        self._background(self._listen_and_probe(active))
 
-    async def _listen_and_probe(self, conversation_id: str) -> None:
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        # The loop keeps only a weak reference to a task: hold it until it is done.
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _listen_and_probe(self, active: ActiveRun) -> None:
+        conversation_id = active.conversation_id
         layer = get_channel_layer()
         # Answer snapshot requests for this run from sockets in other processes.
         try:
@@ -292,6 +295,12 @@ class RunManager:
             await layer.group_add(join_group(conversation_id), self._control)
         except Exception:  # noqa: BLE001 - a flaky layer must not stop the run (joins time out)
             logger.warning("channel layer join group failed", exc_info=True)
+        if self._runs.get(conversation_id) is not active:
+            # Released meanwhile, perhaps before the add landed: leave, unless a newer run on
+            # the conversation needs the same membership.
+            if conversation_id not in self._runs:
+                await self._leave(conversation_id)
+            return
         # Ask the conversation's sockets in other processes to say they listen.
         try:
             await layer.group_send(
@@ -305,8 +314,20 @@ class RunManager:
             )
         except Exception:  # noqa: BLE001 - unsure who listens: publish everything
             logger.warning("channel layer probe failed", exc_info=True)
-            if conversation_id in self._runs:
+            if self._runs.get(conversation_id) is active:
                 self._listened.add(conversation_id)
+            return
+        if self._runs.get(conversation_id) is active:
+            self._grace[conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
+
+    async def _leave(self, conversation_id: str) -> None:
+        """Stop answering snapshot requests for the conversation (its run is over)."""
+        if self._control is None:
+            return
+        try:
+            await get_channel_layer().group_discard(join_group(conversation_id), self._control)
+        except Exception:  # noqa: BLE001 - a stale entry is ignored by ``_answer`` and expires
+            logger.warning("channel layer leave group failed", exc_info=True)
 
     async def _answer(self, layer: Any) -> None:
         channel = self._control

@@ -394,11 +394,17 @@ def test_append_costs_the_same_queries_at_any_history_length(django_store, size)
     assert len(queries.captured_queries) <= 8  # with the lock read and savepoints
 
 
-def test_append_of_a_stored_id_is_refused_and_changes_nothing(django_store) -> None:
+@pytest.mark.parametrize("where", ["live tail", "folded section"])
+def test_append_of_a_stored_id_is_refused_and_changes_nothing(django_store, where) -> None:
     conversation = compacted()
     django_store.set_sync(conversation.snapshot())
     before = django_store.get_sync(conversation.id)
-    taken = conversation.messages()[-1].id
+    snapshot = conversation.snapshot()
+    assert snapshot["sections"], "the fixture folds history into a section"
+    if where == "live tail":
+        taken = conversation.messages()[-1].id
+    else:
+        taken = snapshot["sections"][0]["messages"][0]["id"]
 
     with pytest.raises(ValueError, match="stored already"):
         django_store.append_sync(conversation.id, {"id": taken, "role": "user", "content": "x"})
