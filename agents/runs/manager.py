@@ -35,8 +35,10 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_SECONDS = 1.0
 MANUAL_KEEP = 2
-# A new run publishes its deltas to the shared layer for this long whatever it hears: enough
-# for idle sockets of other processes to answer its probe (milliseconds). After it, only the
+# A new run publishes its deltas to the shared layer for this long whatever it hears, from its
+# start and again once its probe is out: enough for idle sockets of other processes to answer
+# the probe (milliseconds), short enough that a burst of starts does not publish every delta
+# of its first second to processes that do not listen (`bench/README.md`). After it, only the
 # deltas of runs another process listens to are published; every other frame always is, so a
 # listener that answered late (a socket still joining waits up to 2 s) sees a gap at the next
 # one and resyncs, which registers it.
