@@ -298,10 +298,8 @@ class RunManager:
         except Exception:  # noqa: BLE001 - a flaky layer must not stop the run (joins time out)
             logger.warning("channel layer join group failed", exc_info=True)
         if self._runs.get(conversation_id) is not active:
-            # Released meanwhile, perhaps before the add landed: leave, unless a newer run on
-            # the conversation needs the same membership.
-            if conversation_id not in self._runs:
-                await self._leave(conversation_id)
+            # Released meanwhile, perhaps before the add landed.
+            await self._leave(conversation_id)
             return
         # Ask the conversation's sockets in other processes to say they listen.
         try:
@@ -323,8 +321,9 @@ class RunManager:
             self._grace[conversation_id] = time.monotonic() + LISTEN_GRACE_SECONDS
 
     async def _leave(self, conversation_id: str) -> None:
-        """Stop answering snapshot requests for the conversation (its run is over)."""
-        if self._control is None:
+        """Stop answering snapshot requests for the conversation, unless a run is on it again
+        (a newer run needs the same membership)."""
+        if self._control is None or conversation_id in self._runs:
             return
         try:
             await get_channel_layer().group_discard(join_group(conversation_id), self._control)
