@@ -99,10 +99,10 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py's default 5 s socket timeout equals channels-redis's blocking read:
             # without this, every idle socket's receive times out and the socket is dropped.
-            # redis-py 8 caps a pool at 100 connections by default, and a tick of a busy
-            # server is a burst of concurrent group sends (one per streaming conversation):
-            # past 100 they failed with "Too many connections". Keep processes x this under
-            # Redis's maxclients (10,000 by default).
+            # redis-py 8 caps a pool at 100 connections by default, and a busy server makes
+            # bursts of concurrent layer calls (sockets joining, runs announcing and
+            # publishing): past 100 they failed with "Too many connections". Keep processes
+            # x this under Redis's maxclients (10,000 by default).
             "CONFIG": {
                 "hosts": [
                     {

@@ -1,4 +1,4 @@
-"""One streaming run: coalesced, numbered frames; commits as it goes; what a joiner needs."""
+"""One streaming run: paced, numbered frames; commits as it goes; what a joiner needs."""
 
 from __future__ import annotations
 

@@ -22,8 +22,9 @@ def layer():
 
 
 async def test_a_burst_of_concurrent_group_sends_is_not_refused_by_the_redis_pool(layer):
-    # A tick of 200 streaming conversations is 200 group sends at once; redis-py 8 caps a
-    # pool at 100 connections unless told otherwise, and the rest failed outright.
+    # A busy server makes bursts of concurrent layer calls (200 sockets joining, runs
+    # announcing); redis-py 8 caps a pool at 100 connections unless told otherwise, and the
+    # rest failed outright.
     channel = await layer.new_channel()
     groups = [f"burst-{uuid.uuid4().hex}" for _ in range(150)]
     for group in groups:
