@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -14,8 +13,24 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from conversations.models import Conversation, Run
+from conversations.services import conversation_state
+from orkestrel.protocol import (
+    ClientAbort,
+    ClientCompact,
+    ClientFrame,
+    ClientResync,
+    ClientSend,
+    CompactionFrame,
+    ErrorFrame,
+    FrameError,
+    Limits,
+    ServerFrame,
+    StateFrame,
+    encode,
+    encode_text,
+    parse_client_frame,
+)
 
-from .frames import FrameError, parse_client_frame
 from .runs import (
     Busy,
     RunManager,
@@ -33,8 +48,6 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
-# One encoder for every frame: ``json.dumps`` with options builds a new one per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 # How long a joining socket waits for another process to describe its in-flight run.
 JOIN_TIMEOUT = 2.0
 
@@ -51,8 +64,6 @@ def _running(conversation_id: str) -> bool:
 
 @database_sync_to_async
 def _state(user: Any, conversation_id: str) -> dict[str, Any]:
-    from conversations.services import conversation_state
-
     return conversation_state(user=user, conversation_id=conversation_id)
 
 
@@ -118,8 +129,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except (Http404, PermissionDenied):
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        state["run"] = run
-        await self.send_json({"type": "state", **state})
+        await self.send_json(StateFrame(**state, run=run))
         run_id, seq = (run["id"], run["seq"]) if run is not None else (None, 0)
         for frame in pending:
             if frame.get("run") == run_id and (frame.get("seq") or 0) <= seq:
@@ -127,24 +137,39 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send_json(frame)
         live = True
 
-    async def send_json(self, frame: dict[str, Any]) -> None:
-        await self.send(text_data=_ENCODE(frame))
+    async def send_json(self, frame: ServerFrame | dict[str, Any]) -> None:
+        await self.send(text_data=encode_text(frame))
+
+    async def _refuse(self, code: str, message: str) -> None:
+        await self.send_json(ErrorFrame(code=code, message=message))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         try:
-            frame = parse_client_frame(text_data)
+            frame = parse_client_frame(text_data, Limits.from_settings())
         except FrameError as error:
-            await self.send_json({"type": "error", "code": error.code, "message": str(error)})
+            await self._refuse(error.code, str(error))
             return
-        handler = getattr(self, f"on_{frame.type}")
         try:
-            await handler(frame)
+            await self._dispatch(frame)
         except Busy as error:
-            await self.send_json({"type": "error", "code": "busy", "message": str(error)})
+            await self._refuse("busy", str(error))
         except NoProfileError as error:
-            await self.send_json({"type": "error", "code": "no_profile", "message": str(error)})
+            await self._refuse("no_profile", str(error))
 
-    async def on_send(self, frame: Any) -> None:
+    async def _dispatch(self, frame: ClientFrame) -> None:
+        match frame:
+            case ClientSend():
+                await self.on_send(frame)
+            case ClientAbort():
+                await self.on_abort(frame)
+            case ClientCompact():
+                await self.on_compact(frame)
+            case ClientResync():
+                await self.on_resync(frame)
+            case _:
+                assert_never(frame)
+
+    async def on_send(self, frame: ClientSend) -> None:
         await self.manager.start(
             user_id=self.user.id,
             conversation_id=self.conversation_id,
@@ -153,25 +178,23 @@ class ChatConsumer(AsyncWebsocketConsumer):
             nonce=frame.nonce,
         )
 
-    async def on_abort(self, frame: Any) -> None:
+    async def on_abort(self, frame: ClientAbort) -> None:
         if not self.manager.abort(self.conversation_id):
-            await self.send_json({"type": "error", "code": "idle", "message": "nothing to stop"})
+            await self._refuse("idle", "nothing to stop")
 
-    async def on_compact(self, frame: Any) -> None:
+    async def on_compact(self, frame: ClientCompact) -> None:
         section = await self.manager.compact(
             user_id=self.user.id, conversation_id=self.conversation_id, focus=frame.focus
         )
         if section is None:
-            await self.send_json(
-                {"type": "error", "code": "nothing_to_compact", "message": "nothing to fold yet"}
-            )
+            await self._refuse("nothing_to_compact", "nothing to fold yet")
             return
         self.manager.publish(
             self.conversation_id,
-            {"type": "compaction", "run": None, "seq": None, "section": section_payload(section)},
+            encode(CompactionFrame(run=None, seq=None, section=section_payload(section))),
         )
 
-    async def on_resync(self, frame: Any) -> None:
+    async def on_resync(self, frame: ClientResync) -> None:
         await self._send_state()
 
     async def _remote_snapshot(self) -> dict[str, Any] | None:

@@ -21,8 +21,10 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
 from agents.models import AgentProfile
+from orkestrel import protocol
 from orkestrel.core import Conversation as KitConversation
 from orkestrel.core import estimate_messages
+from orkestrel.protocol import ContextPayload, MessagePayload, SectionPayload, UsagePayload
 from workspaces.models import Workspace
 
 from .models import AuthorityDecision, Conversation, Message, Section, ToolFailure
@@ -53,22 +55,14 @@ User = AbstractBaseUser | AnonymousUser
 TITLE_MAX = Conversation._meta.get_field("title").max_length or 200
 
 
-class MessagePayload(TypedDict):
-    id: str
-    role: str
-    content: str
-    html: str
-    calls: list[dict[str, Any]] | None
-    tool_call_id: str | None
-    images_count: int
-
-
 class ConversationState(TypedDict):
+    """The committed part of a ``state`` frame (the run snapshot is the live side's)."""
+
     conversation: dict[str, Any]
     messages: list[MessagePayload]
-    sections: list[dict[str, Any]]
-    usage: dict[str, int]
-    context: dict[str, int | None]
+    sections: list[SectionPayload]
+    usage: UsagePayload
+    context: ContextPayload
     denials: dict[str, dict[str, str]]
     failures: list[str]
     earlier: int
@@ -214,20 +208,20 @@ def message_payload(message: Message, html: str | None = None) -> MessagePayload
     """
     if html is None:
         html = render_markdown(message.content) if _rendered(message) else ""
-    return {
-        "id": message.message_id,
-        "role": message.role,
-        "content": message.content,
-        "html": html,
-        "calls": message.calls,
-        "tool_call_id": message.tool_call_id or None,
-        "images_count": len(message.images or ()),
-    }
+    return protocol.message_payload(
+        id=message.message_id,
+        role=message.role,
+        content=message.content,
+        html=html,
+        calls=message.calls,
+        tool_call_id=message.tool_call_id,
+        images_count=len(message.images or ()),
+    )
 
 
 def section_payload(
     section: Section, messages: list[Message], html: Rendered | None = None
-) -> dict[str, Any]:
+) -> SectionPayload:
     """One compaction section: its recap (text and sanitized ``html``) and its originals.
 
     ``html`` holds the renderings of a batch rendered already (``render_state``).

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from orkestrel.core.conversation_store import ConversationSnapshot, is_conversation_snapshot
 from orkestrel.core.messages import MessageInput
-from workspaces.stores import in_thread, owner_pk, parse_id
+from orkestrel.db import in_thread, owner_pk, parse_id
 
 from .models import Conversation, Message, Section, message_dict
 from .writer import Stored, Writer, layout, new_message_row

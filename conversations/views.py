@@ -15,8 +15,9 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from workspaces.services import MAX_TEXT_BYTES, list_files, max_image_bytes
+from workspaces.services import MAX_TEXT_BYTES, max_image_bytes
 
+from .files import list_files
 from .forms import NewConversationForm, RenameConversationForm, SearchForm
 from .services import (
     conversation_state,

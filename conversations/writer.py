@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from orkestrel.core.conversation_store import ConversationSnapshot
 from orkestrel.core.messages import MessageInput, create_message, message_to_dict
-from workspaces.stores import ascending, chunked
+from orkestrel.db import ascending, chunked
 
 from .models import Conversation, Message, Section
 

@@ -15,6 +15,6 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", include("workspaces.urls")),
+    path("", include("conversations.file_urls")),
     path("", include("conversations.urls")),
 ]

@@ -1,26 +1,21 @@
-"""Use cases of the chat UI's workspace panel: list, read and upload the files of the workspace
-attached to a conversation.
+"""Files of one workspace: list, read, and validate and store an upload.
 
-Every function takes the acting ``user`` and a ``conversation_id``; ownership is checked through
-``conversations.services.get_conversation`` (``Http404`` for someone else's conversation). An
-upload is validated completely before anything is written: a rejected file stores nothing, not
-even the workspace it would have created.
+These take a ``Workspace`` row whose ownership the caller checked (``conversations.files``
+resolves it from a conversation the user owns). An upload is validated completely
+(``check_upload``) before anything is written: a rejected file stores nothing.
 """
 
 from __future__ import annotations
 
 import base64
-import uuid
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
 from django.http import Http404
 
-from conversations.models import Conversation
-from conversations.services import User, get_conversation
 from orkestrel.core import BinaryContent, BinaryMIME, create_file
 from orkestrel.core import Workspace as KitWorkspace
 
@@ -29,14 +24,15 @@ from .stores import DjangoWorkspaceStore
 
 __all__ = [
     "MAX_TEXT_BYTES",
+    "CheckedUpload",
     "FileInfo",
-    "ensure_workspace",
+    "check_upload",
     "image_mime",
     "list_files",
     "max_image_bytes",
     "read_file",
     "read_image",
-    "upload_file",
+    "store_upload",
 ]
 
 MAX_TEXT_BYTES = 1024 * 1024
@@ -73,29 +69,6 @@ def image_mime(data: bytes) -> BinaryMIME | None:
     return None
 
 
-def _workspace(conversation: Conversation, user: User) -> Workspace | None:
-    workspace = conversation.workspace
-    if workspace is not None and workspace.owner_id != user.pk:
-        # A link made by hand in the admin must not expose another user's files.
-        raise PermissionDenied("This workspace belongs to another user.")
-    return workspace
-
-
-def ensure_workspace(*, user: User, conversation_id: uuid.UUID | str) -> Workspace:
-    """The conversation's workspace, created and linked when it has none."""
-    conversation = get_conversation(user=user, conversation_id=conversation_id)
-    with transaction.atomic():
-        # Lock the conversation so two first uploads create one workspace, not two.
-        # No ``select_related``: PostgreSQL cannot lock the nullable side of an outer join.
-        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
-        workspace = _workspace(locked, user)
-        if workspace is None:
-            workspace = Workspace.objects.create(owner_id=user.pk, name=locked.title or "Workspace")
-            # ``update`` rather than ``save``: linking a workspace is not conversation activity.
-            Conversation.objects.filter(pk=locked.pk).update(workspace=workspace)
-    return workspace
-
-
 def _info(row: dict[str, Any]) -> FileInfo:
     return {
         "path": row["path"],
@@ -111,10 +84,8 @@ def _info(row: dict[str, Any]) -> FileInfo:
 _INFO_COLUMNS = ("path", "language", "mime", "size", "lines", "state")
 
 
-def list_files(*, user: User, conversation_id: uuid.UUID | str) -> list[FileInfo]:
-    """The files of the conversation's workspace in insertion order (empty without one)."""
-    conversation = get_conversation(user=user, conversation_id=conversation_id)
-    workspace = _workspace(conversation, user)
+def list_files(workspace: Workspace | None) -> list[FileInfo]:
+    """The files of ``workspace`` in insertion order (empty without one)."""
     if workspace is None:
         return []
     rows = (
@@ -125,9 +96,7 @@ def list_files(*, user: User, conversation_id: uuid.UUID | str) -> list[FileInfo
     return [_info(row) for row in rows]
 
 
-def _row(user: User, conversation_id: uuid.UUID | str, path: str) -> WorkspaceFile:
-    conversation = get_conversation(user=user, conversation_id=conversation_id)
-    workspace = _workspace(conversation, user)
+def _row(workspace: Workspace | None, path: str) -> WorkspaceFile:
     row = (
         WorkspaceFile.objects.filter(workspace=workspace, path=path).first()
         if workspace is not None
@@ -138,18 +107,18 @@ def _row(user: User, conversation_id: uuid.UUID | str, path: str) -> WorkspaceFi
     return row
 
 
-def read_file(*, user: User, conversation_id: uuid.UUID | str, path: str) -> dict[str, Any]:
+def read_file(workspace: Workspace | None, path: str) -> dict[str, Any]:
     """One file's description; a text file's includes its ``text`` (``Http404`` if missing)."""
-    row = _row(user, conversation_id, path)
+    row = _row(workspace, path)
     info: dict[str, Any] = dict(_info({name: getattr(row, name) for name in _INFO_COLUMNS}))
     if row.text is not None:
         info["text"] = row.text
     return info
 
 
-def read_image(*, user: User, conversation_id: uuid.UUID | str, path: str) -> tuple[bytes, str]:
+def read_image(workspace: Workspace | None, path: str) -> tuple[bytes, str]:
     """An image file's bytes and MIME type (``Http404`` if missing or not an image)."""
-    row = _row(user, conversation_id, path)
+    row = _row(workspace, path)
     if row.data is None:
         raise Http404("Not an image.")
     return base64.b64decode(row.data), row.mime
@@ -215,19 +184,24 @@ def _claims_image(name: str, content_type: str | None) -> bool:
     }
 
 
-def upload_file(*, user: User, conversation_id: uuid.UUID | str, upload: UploadedFile) -> FileInfo:
-    """Store an uploaded text file (UTF-8, at most 1 MB) or image (PNG, JPEG, GIF or WebP by
-    its bytes, at most ``ORKESTREL["MAX_IMAGE_BYTES"]``) in the conversation's workspace.
+@dataclass(frozen=True, slots=True)
+class CheckedUpload:
+    """An upload that passed every check: its file name and content, ready to store."""
 
-    The file is named after the upload; an existing file of that name is replaced. The
-    workspace is created and linked when the conversation has none.
+    name: str
+    text: str | None
+    data: bytes
+    mime: BinaryMIME | None
+
+
+def check_upload(upload: UploadedFile) -> CheckedUpload:
+    """Validate an uploaded text file (UTF-8, at most 1 MB) or image (PNG, JPEG, GIF or WebP by
+    its bytes, at most ``ORKESTREL["MAX_IMAGE_BYTES"]``), named after the upload.
 
     Raises:
         ValidationError: ``{"file": ...}``: too large, not UTF-8 text, or named or typed as an
-            image without being one. Nothing is stored.
-        Http404: the conversation is not the user's.
+            image without being one.
     """
-    get_conversation(user=user, conversation_id=conversation_id)  # ownership first
     name = _clean_name(upload.name or "")
     image_limit = max_image_bytes()
     data = _read(upload, max(MAX_TEXT_BYTES, image_limit))
@@ -235,25 +209,28 @@ def upload_file(*, user: User, conversation_id: uuid.UUID | str, upload: Uploade
     if mime is not None:
         if len(data) > image_limit:
             raise ValidationError({"file": _too_large(image_limit)})
-        text = None
-    else:
-        if _claims_image(name, upload.content_type):
-            raise ValidationError({"file": f"{name!r} is not a PNG, JPEG, GIF or WebP image."})
-        if len(data) > MAX_TEXT_BYTES:
-            raise ValidationError({"file": _too_large(MAX_TEXT_BYTES)})
-        text = _decode_text(data, name)
-    with transaction.atomic():
-        workspace = ensure_workspace(user=user, conversation_id=conversation_id)
-        _write(user, str(workspace.pk), name, text, data, mime)
-    row = WorkspaceFile.objects.filter(workspace=workspace, path=name).values(*_INFO_COLUMNS)
+        return CheckedUpload(name, None, data, mime)
+    if _claims_image(name, upload.content_type):
+        raise ValidationError({"file": f"{name!r} is not a PNG, JPEG, GIF or WebP image."})
+    if len(data) > MAX_TEXT_BYTES:
+        raise ValidationError({"file": _too_large(MAX_TEXT_BYTES)})
+    return CheckedUpload(name, _decode_text(data, name), data, None)
+
+
+def store_upload(workspace: Workspace, upload: CheckedUpload) -> FileInfo:
+    """Store a checked upload in ``workspace``; an existing file of that name is replaced."""
+    _write(
+        workspace.owner_id, str(workspace.pk), upload.name, upload.text, upload.data, upload.mime
+    )
+    row = WorkspaceFile.objects.filter(workspace=workspace, path=upload.name).values(*_INFO_COLUMNS)
     return _info(row.get())
 
 
 def _write(
-    user: User, key: str, path: str, text: str | None, data: bytes, mime: BinaryMIME | None
+    owner_id: int, key: str, path: str, text: str | None, data: bytes, mime: BinaryMIME | None
 ) -> None:
     """Write one file through the kit's ``Workspace`` and the Django store."""
-    store = DjangoWorkspaceStore(owner=user.pk)
+    store = DjangoWorkspaceStore(owner=owner_id)
     snapshot = store.get_sync(key) or {"id": key, "files": []}
     workspace = KitWorkspace(id=key, seed=snapshot["files"])
     if text is not None:

@@ -10,79 +10,23 @@ sync callers (views, management commands, tests).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import IntegrityError, connections, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from orkestrel.core.files import File, FileDict, file_from_dict
 from orkestrel.core.workspace_store import WorkspaceSnapshot, is_workspace_snapshot
+from orkestrel.db import ascending, chunked, in_thread, owner_pk, parse_id
 
 from .models import Workspace, WorkspaceFile, file_fields
 
-__all__ = ["DjangoWorkspaceStore", "ascending", "chunked", "in_thread", "owner_pk", "parse_id"]
+__all__ = ["DjangoWorkspaceStore"]
 
-# Well under SQLite's oldest bound-parameter limit (999), so one IN list never overflows it.
-CHUNK = 900
 # The columns a save may change on an existing row (``path`` is the identity).
 _CONTENT = ("text", "language", "data", "mime", "state", "size", "lines")
-
-
-def parse_id(value: object) -> uuid.UUID | None:
-    """The UUID a store id names, or ``None`` unless it is a canonical UUID string.
-
-    Canonical only (lowercase, hyphenated): the snapshot a store returns carries ``str(pk)``,
-    which must equal the id it was asked for.
-    """
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = uuid.UUID(value)
-    except ValueError:
-        return None
-    return parsed if str(parsed) == value else None
-
-
-def owner_pk(owner: AbstractBaseUser | int | None) -> int | None:
-    """The primary key of a store's owner (a user or a user id), or ``None``."""
-    if owner is None or isinstance(owner, int):
-        return owner
-    return owner.pk
-
-
-def _tidy_connections() -> None:
-    # Outside a request nothing recycles this thread's connection (``CONN_MAX_AGE``, a server
-    # that dropped it): do what channels' ``database_sync_to_async`` does, but never inside an
-    # open transaction (a sync caller's ``atomic`` block, or a test's) that closing would break.
-    for connection in connections.all(initialized_only=True):
-        if not connection.in_atomic_block:
-            connection.close_if_unusable_or_obsolete()
-
-
-def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """``function`` as a coroutine run by ``sync_to_async(thread_sensitive=True)``.
-
-    Stale or expired connections are closed before and after the call, as channels does.
-    """
-
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        _tidy_connections()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _tidy_connections()
-
-    return sync_to_async(call, thread_sensitive=True)
-
-
-def chunked[T](items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
-    """``items`` in slices of at most ``size``."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 class DjangoWorkspaceStore:
@@ -226,23 +170,6 @@ def _sync_files(key: uuid.UUID, files: list[File]) -> None:
         WorkspaceFile.objects.bulk_create(created)
     if removed or changed or created:
         Workspace.objects.filter(pk=key).update(updated=now)
-
-
-def ascending(positions: Sequence[int | None]) -> bool:
-    """Whether stored ``positions`` (``None``: a new row) ascend, with the new rows last.
-
-    Then a save keeps every stored position and numbers new rows after the highest one.
-    """
-    last = -1
-    appending = False
-    for position in positions:
-        if position is None:
-            appending = True
-        elif appending or position <= last:
-            return False
-        else:
-            last = position
-    return True
 
 
 def _positions(rows: list[WorkspaceFile | None], stored: dict[str, WorkspaceFile]) -> list[int]:

@@ -17,8 +17,29 @@ from orkestrel.core import (
     UsageChunk,
     estimate_messages,
 )
+from orkestrel.protocol import (
+    AbortFrame,
+    CommittedFrame,
+    CompactionFrame,
+    ContextPayload,
+    ErrorFrame,
+    ExhaustFrame,
+    FinishFrame,
+    RunSnapshot,
+    SectionPayload,
+    ServerFrame,
+    StartedFrame,
+    ThinkFrame,
+    TokenFrame,
+    ToolFrame,
+    ToolPayload,
+    UsageFrame,
+    encode,
+    result_payload,
+    tool_payload,
+    usage_payload,
+)
 
-from ..frames import result_payload, tool_payload
 from ..runtime.session import ChatSession
 from .payloads import committed_payload, joined, reason_text
 from .records import finish_run
@@ -54,7 +75,7 @@ class ActiveRun:
     # The in-flight answer and reasoning as parts, joined on demand (linear in length).
     answer: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[ToolPayload] = field(default_factory=list)
     # Ids of the messages already announced as committed.
     committed: set[str] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
@@ -73,7 +94,7 @@ class ActiveRun:
     def thinking(self) -> str:
         return joined(self.reasoning)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> RunSnapshot:
         """The in-flight answer exactly as of ``seq``.
 
         Buffered deltas are flushed first, so the snapshot's text and its ``seq`` agree: the
@@ -88,32 +109,35 @@ class ActiveRun:
             "tools": list(self.tools),
         }
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        """Number a frame and hand it to the manager's ordered publisher."""
-        if kind not in ("token", "think"):
+    def emit(self, kind: type[ServerFrame], **fields: Any) -> None:
+        """Number a frame of ``kind`` and hand it to the manager's ordered publisher.
+
+        Buffered text goes out first, so frames keep the order the run produced them in.
+        """
+        if kind is not TokenFrame and kind is not ThinkFrame:
             self.flush()
+        self._publish(kind(run=self.run_id, seq=self.seq + 1, **fields))
+
+    def _publish(self, frame: ServerFrame) -> None:
         self.seq += 1
-        frame = {"type": kind, "run": self.run_id, "seq": self.seq, **fields}
-        self.manager.publish(self.conversation_id, frame)
+        self.manager.publish(self.conversation_id, encode(frame))
+
+    def started(self, message: Any, nonce: str | None, title: str) -> None:
+        self.emit(StartedFrame, message=message, nonce=nonce, title=title)
+
+    def compacted(self, section: SectionPayload) -> None:
+        self.emit(CompactionFrame, section=section)
 
     def flush(self) -> None:
         """Send the coalesced token / think deltas as one frame each."""
         if self._thoughts:
             text = "".join(self._thoughts)
             self._thoughts.clear()
-            self.seq += 1
-            self.manager.publish(
-                self.conversation_id,
-                {"type": "think", "run": self.run_id, "seq": self.seq, "content": text},
-            )
+            self._publish(ThinkFrame(run=self.run_id, seq=self.seq + 1, content=text))
         if self._tokens:
             text = "".join(self._tokens)
             self._tokens.clear()
-            self.seq += 1
-            self.manager.publish(
-                self.conversation_id,
-                {"type": "token", "run": self.run_id, "seq": self.seq, "content": text},
-            )
+            self._publish(TokenFrame(run=self.run_id, seq=self.seq + 1, content=text))
 
     async def drive(self) -> None:
         """Run the agent to its end, publishing and committing as it goes.
@@ -170,20 +194,20 @@ class ActiveRun:
             elif kind is ToolChunk:
                 payload = tool_payload(chunk.call, chunk.result)
                 self.tools.append(payload)
-                self.emit("tool", **payload)
+                self.emit(ToolFrame, **payload)
                 # The assistant turn with its calls and this tool message are now final.
                 await self._commit()
                 self.answer.clear()
             elif kind is UsageChunk:
                 self.total = self.total + chunk.usage
                 self.emit(
-                    "usage",
-                    usage=chunk.usage.to_dict(),
-                    total=self.total.to_dict(),
+                    UsageFrame,
+                    usage=usage_payload(chunk.usage),
+                    total=usage_payload(self.total),
                     context=self._context(),
                 )
 
-    def _context(self) -> dict[str, Any]:
+    def _context(self) -> ContextPayload:
         agent = self.session.agent
         used = estimate_messages(agent.context.build(agent.provider.format))
         return {"used": used, "window": self.session.spec.profile.context_window}
@@ -204,7 +228,7 @@ class ActiveRun:
         )
         if fresh:
             self.committed.update(m.id for m in fresh)
-            self.emit("committed", messages=payload)
+            self.emit(CommittedFrame, messages=payload)
 
     def checkpoint(self) -> tuple[int, str, str] | None:
         """The in-flight text to save, or ``None`` when nothing changed since the last save."""
@@ -224,14 +248,14 @@ class ActiveRun:
                 status = "done" if not done.partial else "partial"
                 await self._commit(done.usage, lambda: finish_run(self.run_id, status, done, ""))
                 if done.stop == "abort":
-                    self.emit("abort", reason=reason_text(done.reason))
+                    self.emit(AbortFrame, reason=reason_text(done.reason))
                 elif done.stop == "exhaust":
-                    self.emit("exhaust", limit=self.session.agent.limit)
-                self.emit("finish", result=result_payload(done), context=self._context())
+                    self.emit(ExhaustFrame, limit=self.session.agent.limit)
+                self.emit(FinishFrame, result=result_payload(done), context=self._context())
             else:
                 message = str(error) or type(error).__name__
                 await self._commit(then=lambda: finish_run(self.run_id, "error", None, message))
-                self.emit("error", code="run_failed", message=message[:500])
+                self.emit(ErrorFrame, code="run_failed", message=message[:500])
         except Exception:
             logger.exception("settling run %s failed", self.run_id)
         finally:

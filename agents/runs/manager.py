@@ -12,7 +12,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from orkestrel.core import Message, mint_id
-from workspaces.stores import in_thread
+from orkestrel.db import in_thread
 
 from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
@@ -195,7 +195,7 @@ class RunManager:
             active.total = usage
             session.agent.context.messages.emitter.on(
                 "compact",
-                lambda section: active.emit("compaction", section=section_payload(section)),
+                lambda section: active.compacted(section_payload(section)),
             )
             self._runs[conversation_id] = active
             if self._checkpointer is None or self._checkpointer.done():
@@ -203,7 +203,7 @@ class RunManager:
             self._announce(active)
         finally:
             self._starting.discard(conversation_id)
-        active.emit("started", message=user_payload, nonce=nonce, title=title)
+        active.started(user_payload, nonce, title)
         active.task = asyncio.get_running_loop().create_task(active.drive())
         return active
 

@@ -6,17 +6,32 @@ from typing import Any
 
 from conversations.render_pool import render_all
 from orkestrel.core import Message
+from orkestrel.protocol import MessagePayload, SectionPayload, message_payload
 
 __all__ = ["committed_payload", "section_payload"]
 
 
-def section_payload(section: Any) -> dict[str, Any]:
-    """A compacted section for the ``compaction`` frame."""
+def section_payload(section: Any) -> SectionPayload:
+    """A compacted section for the ``compaction`` frame (its originals unrendered)."""
     return {
         "id": section.id,
         "summary": section.summary,
-        "messages": [{"id": m.id, "role": m.role, "content": m.content} for m in section.messages],
+        "html": "",
+        "count": len(section.messages),
+        "messages": [_payload(m) for m in section.messages],
     }
+
+
+def _payload(message: Message, html: str = "") -> MessagePayload:
+    return message_payload(
+        id=message.id,
+        role=message.role,
+        content=message.content,
+        html=html,
+        calls=[c.to_dict() for c in message.calls] if message.calls else None,
+        tool_call_id=message.tool_call_id,
+        images_count=len(message.images or ()),
+    )
 
 
 def joined(parts: list[str]) -> str:
@@ -29,20 +44,10 @@ def reason_text(reason: object) -> str:
     return reason if isinstance(reason, str) else "aborted"
 
 
-def committed_payload(messages: list[Message]) -> list[dict[str, Any]]:
+def committed_payload(messages: list[Message]) -> list[MessagePayload]:
     """The ``committed`` frame's messages; blocks on rendering (call it off the event loop)."""
     answers = [m for m in messages if m.role == "assistant"]
     html = dict(
         zip([id(m) for m in answers], render_all([m.content for m in answers]), strict=True)
     )
-    return [
-        {
-            "id": m.id,
-            "role": m.role,
-            "content": m.content,
-            "html": html.get(id(m)),
-            "calls": [c.to_dict() for c in m.calls] if m.calls else None,
-            "tool_call_id": m.tool_call_id,
-        }
-        for m in messages
-    ]
+    return [_payload(m, html.get(id(m), "")) for m in messages]

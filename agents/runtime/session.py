@@ -30,11 +30,12 @@ from orkestrel.core import (
 from orkestrel.core import (
     AuthorityDecision as Decision,
 )
+from orkestrel.db import in_thread
+from orkestrel.protocol import is_denial
 from workspaces.models import Workspace
-from workspaces.stores import DjangoWorkspaceStore, in_thread
+from workspaces.stores import DjangoWorkspaceStore
 
 from ..authority import PolicyAuthority
-from ..frames import is_denial
 from ..models import (
     AuthorityRule,
 )

@@ -21,7 +21,7 @@ from conversations.models import Conversation as ConversationRow
 from conversations.models import Message as MessageRow
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import ConversationSnapshot, Tool, create_conversation, create_tool
-from workspaces.stores import in_thread
+from orkestrel.db import in_thread
 
 from ..registry import ToolContext
 

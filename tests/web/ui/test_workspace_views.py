@@ -10,9 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from conversations.files import list_files, upload_file
 from conversations.models import Conversation
 from workspaces.models import Workspace, WorkspaceFile
-from workspaces.services import MAX_TEXT_BYTES, list_files, upload_file
+from workspaces.services import MAX_TEXT_BYTES
 
 pytestmark = pytest.mark.django_db
 

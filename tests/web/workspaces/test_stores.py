@@ -10,8 +10,9 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from orkestrel.core import create_workspace
+from orkestrel.db import chunked, parse_id
 from workspaces.models import Workspace, WorkspaceFile
-from workspaces.stores import DjangoWorkspaceStore, chunked, parse_id
+from workspaces.stores import DjangoWorkspaceStore
 
 from .helpers import PNG, new_id, project
 

@@ -1,8 +1,11 @@
-"""Routes of the chat page's workspace panel (under the conversation they belong to)."""
+"""Routes of the chat page's workspace panel (under the conversation they belong to).
+
+Their namespace stays ``workspaces``: the panel shows the workspace app's files.
+"""
 
 from django.urls import path
 
-from . import views
+from . import file_views as views
 
 app_name = "workspaces"
 

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
-from .services import list_files, read_file, read_image, upload_file
+from .files import list_files, read_file, read_image, upload_file
 
 __all__ = ["workspace_file", "workspace_files", "workspace_image", "workspace_upload"]
 

@@ -1,0 +1,553 @@
+"""The wire protocol of runs: every frame a client sends or receives, and their payloads.
+
+One vocabulary for every front door: the chat's websocket sends these frames as JSON text, the
+REST API streams them as Server-Sent Events (``event: <type>``, ``data: <frame>``). Each frame
+is a frozen dataclass with a ``Literal`` ``type``; ``encode`` is the one serializer and
+``parse_client_frame`` the one reader of client frames. The README's protocol tables are
+checked against ``CLIENT_FRAMES`` and ``SERVER_FRAMES`` by a test.
+
+Payloads (a message, a section, a tool call, usage, a run's in-flight snapshot, a result) have
+one shape each, built by the ``*_payload`` functions here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict
+
+from django.conf import settings
+
+from orkestrel.core import AgentResult, TokenUsage, ToolCall, ToolResult
+
+__all__ = [
+    "CLIENT_FRAMES",
+    "IMAGE_SIGNATURES",
+    "MAX_FRAME_BYTES",
+    "MAX_IMAGES",
+    "SERVER_FRAMES",
+    "AbortFrame",
+    "ClientAbort",
+    "ClientCompact",
+    "ClientFrame",
+    "ClientResync",
+    "ClientSend",
+    "CommittedFrame",
+    "CompactionFrame",
+    "ContextPayload",
+    "ErrorFrame",
+    "ExhaustFrame",
+    "FinishFrame",
+    "FrameError",
+    "Limits",
+    "MessagePayload",
+    "ResultPayload",
+    "RunSnapshot",
+    "SectionPayload",
+    "ServerFrame",
+    "StartedFrame",
+    "StateFrame",
+    "ThinkFrame",
+    "TokenFrame",
+    "ToolFrame",
+    "ToolPayload",
+    "UsageFrame",
+    "UsagePayload",
+    "encode",
+    "encode_text",
+    "is_denial",
+    "check_image",
+    "check_message",
+    "message_payload",
+    "parse_client_frame",
+    "result_payload",
+    "tool_payload",
+    "usage_payload",
+]
+
+IMAGE_SIGNATURES = (
+    b"\x89PNG\r\n\x1a\n",
+    b"\xff\xd8\xff",
+    b"GIF87a",
+    b"GIF89a",
+)
+MAX_IMAGES = 8
+MAX_FRAME_BYTES = 32 * 1024 * 1024
+
+
+# -- payloads ---------------------------------------------------------------------------------
+
+
+class MessagePayload(TypedDict):
+    """A committed message; ``html`` is its sanitized rendering ("" where none is shown)."""
+
+    id: str
+    role: str
+    content: str
+    html: str
+    calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    images_count: int
+
+
+class SectionPayload(TypedDict):
+    """A compacted section: its recap, how many originals it holds, and (when sent) them."""
+
+    id: str
+    summary: str
+    html: str
+    count: int
+    messages: list[MessagePayload]
+
+
+class UsagePayload(TypedDict):
+    prompt: int
+    completion: int
+    total: int
+
+
+class ContextPayload(TypedDict):
+    """The context-window meter: estimated tokens in use, and the window (``None``: unset)."""
+
+    used: int
+    window: int | None
+
+
+class ToolPayload(TypedDict):
+    """One dispatched tool call and its outcome; a denial carries the authority's reason."""
+
+    call: dict[str, Any]
+    result: dict[str, Any]
+    denied: bool
+    reason: str | None
+
+
+class RunSnapshot(TypedDict):
+    """A run's in-flight answer as of ``seq``: a client joining mid-run starts from here."""
+
+    id: int
+    seq: int
+    content: str
+    thinking: str
+    tools: list[ToolPayload]
+
+
+class ResultPayload(TypedDict):
+    content: str
+    thinking: str | None
+    usage: UsagePayload | None
+    partial: bool
+    stop: str
+    reason: NotRequired[str | None]
+
+
+def message_payload(
+    *,
+    id: str,
+    role: str,
+    content: str,
+    html: str = "",
+    calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    images_count: int = 0,
+) -> MessagePayload:
+    """The one shape of a message on the wire."""
+    return {
+        "id": id,
+        "role": role,
+        "content": content,
+        "html": html,
+        "calls": calls or None,
+        "tool_call_id": tool_call_id or None,
+        "images_count": images_count,
+    }
+
+
+def usage_payload(usage: TokenUsage) -> UsagePayload:
+    return {"prompt": usage.prompt, "completion": usage.completion, "total": usage.total}
+
+
+def is_denial(error: str | None) -> bool:
+    """Whether a tool result's error is the authority's refusal (not the tool failing)."""
+    return error is not None and (error.startswith("denied:") or error == "denied by authority")
+
+
+def tool_payload(call: ToolCall, result: ToolResult) -> ToolPayload:
+    """A tool call with its outcome: ``result`` is ``{"value": ...}`` or ``{"error": ...}``."""
+    error = result.error
+    denied = is_denial(error)
+    outcome: dict[str, Any] = {"error": error} if error is not None else {"value": result.value}
+    reason = None
+    if denied and error is not None and error.startswith("denied:"):
+        reason = error.removeprefix("denied:").strip()
+    return {
+        "call": {"id": call.id, "name": call.name, "arguments": dict(call.arguments)},
+        "result": _jsonable(outcome),
+        "denied": denied,
+        "reason": reason,
+    }
+
+
+def result_payload(result: AgentResult) -> ResultPayload:
+    return {
+        "content": result.content,
+        "thinking": result.thinking,
+        "usage": usage_payload(result.usage) if result.usage else None,
+        "partial": result.partial,
+        "stop": result.stop,
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+# -- server frames ----------------------------------------------------------------------------
+
+# Every frame of a run carries the run's id and its sequence number (1, 2, ... without gaps);
+# frames outside a run (``state``, a refusal, a manual compaction) carry ``None``.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateFrame:
+    """The committed state of a conversation and the in-flight run, on connect and resync."""
+
+    type: Literal["state"] = "state"
+    conversation: dict[str, Any]
+    messages: list[MessagePayload]
+    earlier: int
+    sections: list[SectionPayload]
+    usage: UsagePayload
+    context: ContextPayload
+    denials: dict[str, dict[str, str]]
+    failures: list[str]
+    run: RunSnapshot | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartedFrame:
+    """A run began; ``message`` is the committed user message."""
+
+    type: Literal["started"] = "started"
+    run: int
+    seq: int
+    message: MessagePayload
+    nonce: str | None
+    title: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenFrame:
+    """Answer text (paced: one frame may carry several deltas)."""
+
+    type: Literal["token"] = "token"
+    run: int
+    seq: int
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkFrame:
+    """Reasoning text (paced like ``token``)."""
+
+    type: Literal["think"] = "think"
+    run: int
+    seq: int
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolFrame:
+    """One dispatched tool call and its outcome."""
+
+    type: Literal["tool"] = "tool"
+    run: int
+    seq: int
+    call: dict[str, Any]
+    result: dict[str, Any]
+    denied: bool
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageFrame:
+    """One provider call's usage, the conversation's running total and the context meter."""
+
+    type: Literal["usage"] = "usage"
+    run: int
+    seq: int
+    usage: UsagePayload
+    total: UsagePayload
+    context: ContextPayload
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionFrame:
+    """History was folded into a summarized section."""
+
+    type: Literal["compaction"] = "compaction"
+    run: int | None
+    seq: int | None
+    section: SectionPayload
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommittedFrame:
+    """Messages that are now durable."""
+
+    type: Literal["committed"] = "committed"
+    run: int
+    seq: int
+    messages: list[MessagePayload]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinishFrame:
+    """The run settled (the last frame of every run that did not fail)."""
+
+    type: Literal["finish"] = "finish"
+    run: int
+    seq: int
+    result: ResultPayload
+    context: ContextPayload
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbortFrame:
+    """The run was stopped; a ``finish`` follows."""
+
+    type: Literal["abort"] = "abort"
+    run: int
+    seq: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExhaustFrame:
+    """The tool-iteration limit was reached; a ``finish`` follows."""
+
+    type: Literal["exhaust"] = "exhaust"
+    run: int
+    seq: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorFrame:
+    """A refused frame or action, or a failed run (then the run's last frame)."""
+
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    run: int | None = None
+    seq: int | None = None
+
+
+ServerFrame = (
+    StateFrame
+    | StartedFrame
+    | TokenFrame
+    | ThinkFrame
+    | ToolFrame
+    | UsageFrame
+    | CompactionFrame
+    | CommittedFrame
+    | FinishFrame
+    | AbortFrame
+    | ExhaustFrame
+    | ErrorFrame
+)
+SERVER_FRAMES: dict[str, type[ServerFrame]] = {
+    "state": StateFrame,
+    "started": StartedFrame,
+    "token": TokenFrame,
+    "think": ThinkFrame,
+    "tool": ToolFrame,
+    "usage": UsageFrame,
+    "compaction": CompactionFrame,
+    "committed": CommittedFrame,
+    "finish": FinishFrame,
+    "abort": AbortFrame,
+    "exhaust": ExhaustFrame,
+    "error": ErrorFrame,
+}
+# Field names per frame class, in declaration order (``type`` first), for ``encode``.
+_FIELDS: dict[type[Any], tuple[str, ...]] = {
+    frame: tuple(field.name for field in dataclasses.fields(frame))
+    for frame in SERVER_FRAMES.values()
+}
+# Frames whose optional run fields are left out when ``None`` (an error outside a run).
+_OMIT_NONE = {ErrorFrame: ("run", "seq")}
+
+
+def encode(frame: ServerFrame) -> dict[str, Any]:
+    """A frame as the JSON object clients receive (the one place frames are serialized)."""
+    data = {name: getattr(frame, name) for name in _FIELDS[type(frame)]}
+    for name in _OMIT_NONE.get(type(frame), ()):
+        if data[name] is None:
+            del data[name]
+    return data
+
+
+# One encoder for every frame: ``json.dumps`` with options builds a new one per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def encode_text(frame: ServerFrame | Mapping[str, Any]) -> str:
+    """A frame (or an encoded frame) as JSON text."""
+    data = frame if isinstance(frame, Mapping) else encode(frame)
+    return _ENCODE(data)
+
+
+# -- client frames ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientSend:
+    """A user message; starts a run."""
+
+    type: Literal["send"] = "send"
+    content: str
+    images: tuple[str, ...] = ()
+    nonce: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientAbort:
+    """Stop the running answer (what streamed so far is kept)."""
+
+    type: Literal["abort"] = "abort"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientCompact:
+    """Fold older history into a summarized section now."""
+
+    type: Literal["compact"] = "compact"
+    focus: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientResync:
+    """Ask for a fresh ``state`` frame (after a sequence gap)."""
+
+    type: Literal["resync"] = "resync"
+
+
+ClientFrame = ClientSend | ClientAbort | ClientCompact | ClientResync
+CLIENT_FRAMES: dict[str, type[ClientFrame]] = {
+    "send": ClientSend,
+    "abort": ClientAbort,
+    "compact": ClientCompact,
+    "resync": ClientResync,
+}
+
+
+class FrameError(ValueError):
+    """A client frame the server refuses; ``code`` goes into the error frame."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a client frame may carry (from ``ORKESTREL`` settings at the front door)."""
+
+    max_message_chars: int = 100_000
+    max_image_bytes: int = 5 * 2**20
+
+    @classmethod
+    def from_settings(cls) -> Limits:
+        """The limits ``settings.ORKESTREL`` sets (``MAX_MESSAGE_CHARS``, ``MAX_IMAGE_BYTES``)."""
+        config = getattr(settings, "ORKESTREL", {})
+        return cls(
+            config.get("MAX_MESSAGE_CHARS", cls.max_message_chars),
+            config.get("MAX_IMAGE_BYTES", cls.max_image_bytes),
+        )
+
+
+def check_image(value: object, index: int, max_bytes: int) -> str:
+    """Validate one base64 image (PNG, JPEG, GIF or WebP by its bytes); return it."""
+    if not isinstance(value, str):
+        raise FrameError("invalid", f"images[{index}] must be a base64 string")
+    if len(value) * 3 // 4 > max_bytes:
+        raise FrameError("too_large", f"images[{index}] is larger than {max_bytes} bytes")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise FrameError("invalid", f"images[{index}] is not valid base64") from None
+    is_webp = raw[:4] == b"RIFF" and raw[8:12] == b"WEBP"
+    if not (is_webp or raw.startswith(IMAGE_SIGNATURES)):
+        raise FrameError("invalid", f"images[{index}] is not a PNG, JPEG, GIF or WebP image")
+    return value
+
+
+def check_message(
+    content: object, images: object, limits: Limits, *, prefix: str = ""
+) -> tuple[str, tuple[str, ...]]:
+    """Validate a user message's text and images (the ``send`` frame, the API's message);
+    ``prefix`` names the frame in errors (``"send."``)."""
+    if not isinstance(content, str):
+        raise FrameError("invalid", f"{prefix}content must be a string")
+    if len(content) > limits.max_message_chars:
+        raise FrameError(
+            "too_large", f"{prefix}content is longer than {limits.max_message_chars} characters"
+        )
+    listed = images or []
+    if not isinstance(listed, list):
+        raise FrameError("invalid", f"{prefix}images must be a list")
+    if len(listed) > MAX_IMAGES:
+        raise FrameError("too_large", f"at most {MAX_IMAGES} images per message")
+    checked = tuple(check_image(item, i, limits.max_image_bytes) for i, item in enumerate(listed))
+    if not content.strip() and not checked:
+        raise FrameError(
+            "invalid", f"{prefix.rstrip('.') or 'a message'} needs content or an image"
+        )
+    return content, checked
+
+
+def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFrame:  # noqa: B008
+    """Validate one client frame; raise ``FrameError`` naming what is wrong."""
+    if text is None:
+        raise FrameError("invalid", "frames must be JSON text")
+    if len(text) > MAX_FRAME_BYTES:
+        raise FrameError("too_large", "frame too large")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise FrameError("invalid", "frame is not valid JSON") from None
+    if not isinstance(data, Mapping):
+        raise FrameError("invalid", "frame must be a JSON object")
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in CLIENT_FRAMES:
+        raise FrameError("unknown_type", f"unknown frame type {_short(kind)}")
+    if kind == "send":
+        content, images = check_message(
+            data.get("content"), data.get("images"), limits, prefix="send."
+        )
+        nonce = data.get("nonce")
+        if nonce is not None and (not isinstance(nonce, str) or len(nonce) > 100):
+            raise FrameError("invalid", "send.nonce must be a short string")
+        return ClientSend(content=content, images=images, nonce=nonce)
+    if kind == "compact":
+        focus = data.get("focus")
+        if focus is not None and (not isinstance(focus, str) or len(focus) > 2000):
+            raise FrameError("invalid", "compact.focus must be a string of at most 2000 characters")
+        return ClientCompact(focus=focus or None)
+    if kind == "abort":
+        return ClientAbort()
+    return ClientResync()
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
