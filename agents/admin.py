@@ -23,6 +23,7 @@ from .connection import check_endpoint
 from .forms import AuthorityRuleForm, EvaluateCallForm, PrettyJSONField
 from .models import (
     AgentProfile,
+    ApiKey,
     AuthorityPolicy,
     AuthorityRule,
     Instruction,
@@ -260,3 +261,60 @@ class AgentProfileAdmin(admin.ModelAdmin):
         self.message_user(
             request, format_html("{} is now the default profile.", profile.name), messages.SUCCESS
         )
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Read-only but for revoking: a key is only ever issued to its user, never typed in here.
+
+    The digest is never shown. Deleting stays possible (deleting a user deletes their keys,
+    and the admin asks for this permission then); the changelist offers revoking instead.
+    """
+
+    list_display = [
+        "name",
+        "user",
+        "display_prefix",
+        "created",
+        "last_used",
+        "expires",
+        "revoked",
+        "status",
+    ]
+    list_filter = [("revoked", admin.EmptyFieldListFilter), "created", "expires"]
+    list_select_related = ["user"]
+    search_fields = ["name", "prefix", "user__username"]
+    fields = ["user", "name", "display_prefix", "created", "last_used", "expires", "revoked"]
+    readonly_fields = fields
+    actions = ["revoke_keys"]
+
+    @admin.display(description="prefix", ordering="prefix")
+    def display_prefix(self, key: ApiKey) -> str:
+        return key.display_prefix
+
+    @admin.display(description="status")
+    def status(self, key: ApiKey) -> str:
+        return key.status()
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
+        return False
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents.change_apikey")
+
+    def get_actions(
+        self,
+        request: HttpRequest,
+        action_location: admin.ActionLocation = admin.ActionLocation.CHANGE_LIST,
+    ) -> dict[str, Any]:
+        actions = super().get_actions(request, action_location=action_location)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Revoke selected keys", permissions=["revoke"])
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        count = queryset.revoke()
+        self.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)

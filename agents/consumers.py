@@ -20,13 +20,11 @@ from orkestrel.protocol import (
     ClientFrame,
     ClientResync,
     ClientSend,
-    CompactionFrame,
     ErrorFrame,
     FrameError,
     Limits,
     ServerFrame,
     StateFrame,
-    encode,
     encode_text,
     parse_client_frame,
 )
@@ -34,11 +32,11 @@ from orkestrel.protocol import (
 from .runs import (
     Busy,
     RunManager,
+    RunService,
     group_name,
     is_shared,
     join_group,
     run_manager,
-    section_payload,
 )
 from .runtime.spec import NoProfileError
 
@@ -71,6 +69,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     """One socket on one conversation; every frame handler validates, calls, answers."""
 
     manager: RunManager = run_manager
+
+    @property
+    def service(self) -> RunService:
+        """The run service over this consumer's manager (tests give a consumer its own)."""
+        return RunService(self.manager)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -170,7 +173,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 assert_never(frame)
 
     async def on_send(self, frame: ClientSend) -> None:
-        await self.manager.start(
+        await self.service.start(
             user_id=self.user.id,
             conversation_id=self.conversation_id,
             content=frame.content,
@@ -179,20 +182,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
 
     async def on_abort(self, frame: ClientAbort) -> None:
-        if not self.manager.abort(self.conversation_id):
+        if not self.service.cancel(self.conversation_id):
             await self._refuse("idle", "nothing to stop")
 
     async def on_compact(self, frame: ClientCompact) -> None:
-        section = await self.manager.compact(
+        section = await self.service.compact(
             user_id=self.user.id, conversation_id=self.conversation_id, focus=frame.focus
         )
         if section is None:
             await self._refuse("nothing_to_compact", "nothing to fold yet")
-            return
-        self.manager.publish(
-            self.conversation_id,
-            encode(CompactionFrame(run=None, seq=None, section=section_payload(section))),
-        )
 
     async def on_resync(self, frame: ClientResync) -> None:
         await self._send_state()

@@ -242,6 +242,12 @@ class Run(models.Model):
     content = models.TextField("content", blank=True, help_text="The answer so far (checkpoint).")
     thinking = models.TextField("thinking", blank=True)
     error = models.TextField("error", blank=True)
+    events = models.JSONField(
+        "events",
+        default=list,
+        blank=True,
+        help_text="Every frame the run sent, in order, stored once it settled (for replay).",
+    )
     created = models.DateTimeField("created", auto_now_add=True)
     started = models.DateTimeField("started", null=True, blank=True)
     finished = models.DateTimeField("finished", null=True, blank=True)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import select
 import signal
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -32,10 +35,38 @@ _lock = threading.Lock()
 _pool: ProcessPoolExecutor | None = None
 
 
-def _ignore_interrupts() -> None:
+def _start_child(server_pid: int) -> None:
+    """The rendering process's initializer: ignore Ctrl-C, and die with the server."""
     # Ctrl-C reaches the whole process group; the child must outlive it until the server's
     # exit stops the pool (``concurrent.futures`` joins its workers at interpreter exit).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(
+        target=_exit_with, args=(server_pid,), name="render-pool-parent-watch", daemon=True
+    ).start()
+
+
+def _exit_with(server_pid: int) -> None:
+    """Block until the server process ends, then end this one.
+
+    A server killed outright (SIGKILL, the OOM killer) never stops the pool, and the child
+    holds both ends of its own call queue, so it would wait for work forever. Not
+    ``PR_SET_PDEATHSIG``: it fires when the *thread* that started the child exits, and the pool
+    is started from whichever database thread first renders a large batch.
+    """
+    try:
+        handle = os.pidfd_open(server_pid)
+    except (AttributeError, OSError):  # not Linux, or no pidfd: watch the parent pid instead
+        handle = None
+    # Checked after opening: a dead server's pid could be reused, but our parent pid changes
+    # the moment it dies, so a pidfd opened while it was still our parent is the server's.
+    if os.getppid() != server_pid:
+        os._exit(0)
+    if handle is not None:
+        select.select([handle], [], [])
+    else:
+        while os.getppid() == server_pid:
+            time.sleep(1.0)
+    os._exit(0)
 
 
 def _render_batch(texts: list[str]) -> list[str]:
@@ -51,7 +82,8 @@ def _executor() -> ProcessPoolExecutor:
             _pool = ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_ignore_interrupts,
+                initializer=_start_child,
+                initargs=(os.getpid(),),
             )
         return _pool
 

@@ -35,6 +35,7 @@ __all__ = [
     "ConversationState",
     "MessagePayload",
     "LIVE_PAGE",
+    "context_readout",
     "conversation_state",
     "earlier_messages",
     "section_originals",
@@ -317,6 +318,20 @@ def _context_used(conversation: Conversation, sections: list[Section], rows: lis
         "messages": [row.to_dict() for row in rows],
     }
     return estimate_messages(KitConversation(snapshot=snapshot).view())
+
+
+def context_readout(*, user: User, conversation_id: uuid.UUID | str) -> ContextPayload:
+    """The context meter of one of the user's conversations: estimated tokens and window."""
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    sections = list(Section.objects.filter(conversation=conversation).order_by("position"))
+    rows = list(
+        Message.objects.filter(conversation=conversation, section__isnull=True).order_by("position")
+    )
+    profile = _effective_profile(conversation)
+    return {
+        "used": _context_used(conversation, sections, rows),
+        "window": profile.context_window if profile is not None else None,
+    }
 
 
 def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> ConversationState:

@@ -6,25 +6,74 @@ with the in-memory channel layer.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env(
     DEBUG=(bool, False),
-    ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "testserver"]),
+    ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost"]),
     CSRF_TRUSTED_ORIGINS=(list, []),
 )
 if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env("DEBUG")
-# Local development gets a throwaway key; a deployment must set SECRET_KEY.
-SECRET_KEY = env("SECRET_KEY", default="orkestrel-insecure-development-key-change-me")
+# ``make run`` writes a random key to the git-ignored .env once; ``make test`` exports one. A
+# known key lets anyone forge sessions, so without one only a DEBUG server starts (and
+# ``check --deploy`` still flags its key).
+SECRET_KEY = env("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set it in the environment (any long random string, e.g. "
+            "from `python -c 'import secrets; print(secrets.token_urlsafe(50))'`), or run "
+            "`make run` once, which writes one to .env for this checkout."
+        )
+    SECRET_KEY = "django-insecure-orkestrel-debug-only-key"
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env("CSRF_TRUSTED_ORIGINS")
+
+# HTTPS. All off by default (``make run`` serves plain HTTP on localhost); a deployment behind
+# TLS turns them on, and ``manage.py check --deploy`` is clean once it has (see the README).
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+# Health probes often come over plain HTTP from inside, with no proxy header: answer them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# Behind a TLS-terminating proxy: ``HTTP_X_FORWARDED_PROTO,https`` (the header as Django
+# spells it, and the value that means HTTPS). Only set it when the proxy always sets the header.
+_proxy_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_header and len(_proxy_header) != 2:
+    raise ImproperlyConfigured(
+        "SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. 'HTTP_X_FORWARDED_PROTO,https'; "
+        f"got {','.join(_proxy_header)!r}"
+    )
+SECURE_PROXY_SSL_HEADER = (_proxy_header[0], _proxy_header[1]) if _proxy_header else None
+
+# Every page is served with this policy. Scripts and styles come from files on this server;
+# the admin's few inline ``<style>`` blocks and the API docs' init script carry the request's
+# nonce (the ``csp`` context processor). ``data:`` images: the empty favicon and Swagger UI's
+# icons. ``connect-src 'self'`` covers the chat's same-origin websocket.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 INSTALLED_APPS = [
     "daphne",
@@ -36,7 +85,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
+    "axes",
     "agents",
     "conversations",
     "workspaces",
@@ -44,6 +95,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -51,6 +103,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "orkestrel.middleware.PrivateCacheControlMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "orkestrel.urls"
@@ -65,6 +120,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
             ],
         },
     },
@@ -125,6 +181,18 @@ else:
         }
     }
 
+# django-axes: after AXES_FAILURE_LIMIT failed logins for one username from one address, that
+# pair is refused (even with the right password) until the cool-off has passed.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -151,18 +219,36 @@ LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
 REST_FRAMEWORK = {
+    # API keys (``Authorization: Bearer <key>``) for programs; the session for the browser,
+    # with CSRF enforced on its writes.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "agents.api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"api_key": env("API_THROTTLE_RATE", default="120/min")},
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
+    "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "agents.api.errors.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "orkestrel API",
+    "DESCRIPTION": (
+        "Conversations, runs (followed over Server-Sent Events), workspaces and jobs of "
+        "orkestrel agents. Authenticate with `Authorization: Bearer <api key>`."
+    ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page works offline: Swagger UI's assets are served from this server.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # The project's own settings, in one namespace.
@@ -180,6 +266,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    # httpx logs every request line at INFO; provider traffic is not operator news.
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+    # httpx logs every request line at INFO; provider traffic is not operator news. Nor is
+    # django-axes' banner at every start (its lockouts and failures still log).
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        "axes.apps": {"level": "WARNING"},
+    },
 }

@@ -15,6 +15,8 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/", include("agents.api.urls")),
+    path("", include("agents.urls")),
     path("", include("conversations.file_urls")),
     path("", include("conversations.urls")),
 ]

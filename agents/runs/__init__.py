@@ -5,15 +5,17 @@ numbered frames, delivers them to every socket on the conversation (directly in 
 process; through the channel layer to other processes when the layer is shared), commits
 each finished message at once and checkpoints the in-flight answer every second.
 
-Modules: ``manager`` (the run manager), ``active`` (one streaming run), ``records`` (its
-database rows and start-up recovery), ``payloads`` (frame payloads), ``groups`` (layer groups).
+Modules: ``service`` (what front doors call: start, follow, cancel, wait), ``manager`` (the
+run manager), ``active`` (one streaming run), ``records`` (its database rows and start-up
+recovery), ``payloads`` (frame payloads), ``groups`` (layer groups).
 """
 
 from .active import BURST_FRAMES, GAP_SECONDS, TICK_SECONDS, ActiveRun
 from .groups import group_name, is_shared, join_group
 from .manager import CHECKPOINT_SECONDS, MANUAL_KEEP, Busy, RunManager, run_manager
 from .payloads import committed_payload, section_payload
-from .records import TITLE_LENGTH, recover_interrupted
+from .records import TITLE_LENGTH, RunRecord, recover_interrupted
+from .service import TERMINAL, RunHandle, RunService, run_service
 
 __all__ = [
     "BURST_FRAMES",
@@ -22,8 +24,12 @@ __all__ = [
     "MANUAL_KEEP",
     "TICK_SECONDS",
     "TITLE_LENGTH",
+    "TERMINAL",
     "ActiveRun",
     "Busy",
+    "RunHandle",
+    "RunRecord",
+    "RunService",
     "RunManager",
     "committed_payload",
     "group_name",
@@ -31,5 +37,6 @@ __all__ = [
     "join_group",
     "recover_interrupted",
     "run_manager",
+    "run_service",
     "section_payload",
 ]

@@ -85,6 +85,12 @@ class ActiveRun:
     _thoughts: list[str] = field(default_factory=list)
     # What the last checkpoint saved (length of answer + reasoning), to skip unchanged runs.
     _saved: int = -1
+    # Every frame the run sent, in order (``frames[n - 1]`` has ``seq`` n): followers replay
+    # from here, and it is stored with the run once it settled.
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    settled: bool = False
+    # Set and replaced on every frame: followers wait on it for the next one.
+    _more: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def content(self) -> str:
@@ -120,7 +126,23 @@ class ActiveRun:
 
     def _publish(self, frame: ServerFrame) -> None:
         self.seq += 1
-        self.manager.publish(self.conversation_id, encode(frame))
+        data = encode(frame)
+        self.frames.append(data)
+        self._wake()
+        self.manager.publish(self.conversation_id, data)
+
+    def _wake(self) -> None:
+        more, self._more = self._more, asyncio.Event()
+        more.set()
+
+    async def frames_after(self, seq: int) -> list[dict[str, Any]]:
+        """The frames after ``seq``, waiting for the next one when there are none yet.
+
+        Empty once the run has settled and every frame was read: the follow is over.
+        """
+        while len(self.frames) <= seq and not self.settled:
+            await self._more.wait()
+        return self.frames[seq:]
 
     def started(self, message: Any, nonce: str | None, title: str) -> None:
         self.emit(StartedFrame, message=message, nonce=nonce, title=title)
@@ -181,6 +203,7 @@ class ActiveRun:
         finally:
             self.flush()
         await self._settle(result, error)
+        await self.manager.store_events(self)
 
     async def _handle(self, chunks: list[Any]) -> None:
         for chunk in chunks:
@@ -259,6 +282,8 @@ class ActiveRun:
         except Exception:
             logger.exception("settling run %s failed", self.run_id)
         finally:
+            self.settled = True
+            self._wake()
             self.manager.release(self.conversation_id, self)
 
 

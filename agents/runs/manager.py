@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 import uuid
@@ -19,7 +20,7 @@ from ..runtime.summarizer import make_summarizer
 from .active import ActiveRun
 from .groups import group_name, is_shared, join_group
 from .payloads import section_payload
-from .records import prepare_run, save_checkpoints
+from .records import prepare_run, save_checkpoints, save_events
 
 __all__ = [
     "CHECKPOINT_SECONDS",
@@ -47,7 +48,20 @@ LISTEN_GRACE_SECONDS = 0.25
 RELAY_SENDS = 32
 # The frames that are most of the traffic; every other kind is rare and always shared.
 DELTAS = frozenset({"token", "think"})
+# Settled runs kept in memory for followers while their frames are being stored (and a while
+# after: a follower that reconnects at once replays from memory, not from the database).
+RECENT_RUNS = 256
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """A task of the manager's, in a context of its own.
+
+    A run may start inside a sync view's ``async_to_sync`` call, whose context routes database
+    hops to that request's thread; the run outlives the request, so its hops must go to the
+    server's shared database thread instead, as they do for a run the websocket started.
+    """
+    return asyncio.get_running_loop().create_task(work, context=contextvars.Context())
 
 
 class Busy(RuntimeError):
@@ -60,6 +74,9 @@ class RunManager:
     def __init__(self, *, origin: str | None = None) -> None:
         self.origin = origin or uuid.uuid4().hex
         self._runs: dict[str, ActiveRun] = {}
+        # The same runs by run id, and the most recently settled ones (oldest first).
+        self._by_run: dict[int, ActiveRun] = {}
+        self._recent: dict[int, ActiveRun] = {}
         self._starting: set[str] = set()
         self._subscribers: dict[str, set[Subscriber]] = {}
         self._outbox: asyncio.Queue[tuple[str, dict[str, Any], bool]] | None = None
@@ -98,6 +115,10 @@ class RunManager:
     def active(self, conversation_id: str) -> ActiveRun | None:
         return self._runs.get(conversation_id)
 
+    def run(self, run_id: int) -> ActiveRun | None:
+        """The run ``run_id`` if this process runs it or settled it recently."""
+        return self._by_run.get(run_id) or self._recent.get(run_id)
+
     def busy(self, conversation_id: str) -> bool:
         return conversation_id in self._runs or conversation_id in self._starting
 
@@ -107,7 +128,7 @@ class RunManager:
         """Queue ``frame`` for delivery, in order, to every socket on the conversation."""
         if self._outbox is None or self._publisher is None or self._publisher.done():
             self._outbox = asyncio.Queue()
-            self._publisher = asyncio.get_running_loop().create_task(self._publish_loop())
+            self._publisher = spawn(self._publish_loop())
         # Decided now, not when the publisher gets to it: by then the run may be released.
         share = frame.get("type") not in DELTAS or self._wanted(conversation_id)
         self._outbox.put_nowait((conversation_id, frame, share))
@@ -127,7 +148,7 @@ class RunManager:
                 self._remote.setdefault(conversation_id, []).append(frame)
                 self._relay_wake.set()
                 if self._relay is None or self._relay.done():
-                    self._relay = asyncio.get_running_loop().create_task(self._relay_loop())
+                    self._relay = spawn(self._relay_loop())
             outbox.task_done()
 
     def _wanted(self, conversation_id: str) -> bool:
@@ -198,13 +219,14 @@ class RunManager:
                 lambda section: active.compacted(section_payload(section)),
             )
             self._runs[conversation_id] = active
+            self._by_run[run_id] = active
             if self._checkpointer is None or self._checkpointer.done():
-                self._checkpointer = asyncio.get_running_loop().create_task(self._checkpoints())
+                self._checkpointer = spawn(self._checkpoints())
             self._announce(active)
         finally:
             self._starting.discard(conversation_id)
         active.started(user_payload, nonce, title)
-        active.task = asyncio.get_running_loop().create_task(active.drive())
+        active.task = spawn(active.drive())
         return active
 
     def abort(self, conversation_id: str, reason: str = "stopped by user") -> bool:
@@ -259,12 +281,23 @@ class RunManager:
             await asyncio.gather(self._saving, return_exceptions=True)
 
     def release(self, conversation_id: str, active: ActiveRun) -> None:
+        if self._by_run.pop(active.run_id, None) is active:
+            self._recent[active.run_id] = active
+            while len(self._recent) > RECENT_RUNS:
+                del self._recent[next(iter(self._recent))]
         if self._runs.get(conversation_id) is active:
             del self._runs[conversation_id]
             self._listened.discard(conversation_id)
             self._grace.pop(conversation_id, None)
             if self._control is not None:
                 self._background(self._leave(conversation_id))
+
+    async def store_events(self, active: ActiveRun) -> None:
+        """Store a settled run's frames (the end of its task, after its slot was released)."""
+        try:
+            await in_thread(save_events)(active.run_id, active.frames)
+        except Exception:  # noqa: BLE001 - replay from the database is lost, the run is not
+            logger.warning("storing the frames of run %s failed", active.run_id, exc_info=True)
 
     # -- joins from other processes -----------------------------------------------------------
 
@@ -281,7 +314,7 @@ class RunManager:
         self._background(self._listen_and_probe(active))
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(work)
+        task = spawn(work)
         # The loop keeps only a weak reference to a task: hold it until it is done.
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -293,7 +326,7 @@ class RunManager:
         try:
             if self._control is None:
                 self._control = await layer.new_channel()
-                self._control_task = asyncio.get_running_loop().create_task(self._answer(layer))
+                self._control_task = spawn(self._answer(layer))
             await layer.group_add(join_group(conversation_id), self._control)
         except Exception:  # noqa: BLE001 - a flaky layer must not stop the run (joins time out)
             logger.warning("channel layer join group failed", exc_info=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -17,10 +19,14 @@ from .payloads import committed_payload
 
 __all__ = [
     "TITLE_LENGTH",
+    "RunRecord",
+    "owned_run",
+    "stored_events",
     "finish_run",
     "prepare_run",
     "recover_interrupted",
     "save_checkpoints",
+    "save_events",
 ]
 
 TITLE_LENGTH = 60
@@ -53,6 +59,70 @@ def save_checkpoints(rows: list[tuple[int, str, str]]) -> None:
                 f"thinking = CASE id {cases} END WHERE id IN ({marks})",
                 params,
             )
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run as stored: what the API's run body shows."""
+
+    id: int
+    conversation_id: str
+    status: str
+    stop_reason: str
+    error: str
+    content: str
+    thinking: str
+    usage: dict[str, int]
+    created: datetime
+    started: datetime | None
+    finished: datetime | None
+
+
+def owned_run(user_id: int, run_id: int) -> RunRecord | None:
+    """The run ``run_id`` if it is on one of the user's conversations, else ``None``."""
+    row = (
+        Run.objects.filter(id=run_id, conversation__owner_id=user_id)
+        .values(
+            "id",
+            "conversation_id",
+            "status",
+            "stop_reason",
+            "error",
+            "content",
+            "thinking",
+            "usage_prompt",
+            "usage_completion",
+            "usage_total",
+            "created",
+            "started",
+            "finished",
+        )
+        .first()
+    )
+    if row is None:
+        return None
+    usage = {
+        "prompt": row.pop("usage_prompt"),
+        "completion": row.pop("usage_completion"),
+        "total": row.pop("usage_total"),
+    }
+    row["conversation_id"] = str(row["conversation_id"])
+    return RunRecord(usage=usage, **row)
+
+
+def stored_events(run_id: int) -> list[dict[str, Any]] | None:
+    """A settled run's stored frames; ``None`` while the run is still going."""
+    row = Run.objects.filter(id=run_id).values("status", "events").first()
+    if row is None:
+        return []
+    if row["status"] in ("queued", "running"):
+        return None
+    return list(row["events"] or [])
+
+
+def save_events(run_id: int, frames: list[dict[str, Any]]) -> None:
+    """Store a settled run's frames, for followers that come after it left memory."""
+    Run.objects.filter(id=run_id).update(events=frames)
 
 
 def finish_run(run_id: int, status: str, result: AgentResult | None, error: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Generator, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final, Literal, TypedDict, Unpack, get_args
 
 from .abort import Abort, AbortSignal
 from .authority import Authority
@@ -30,7 +30,7 @@ from .workspace_manager import WorkspaceManager
 
 __all__ = ["AGENT_EVENTS", "Agent", "AgentStream", "create_agent"]
 
-AGENT_EVENTS = (
+AgentEvent = Literal[
     "start",
     "turn",
     "tool",
@@ -41,7 +41,43 @@ AGENT_EVENTS = (
     "abort",
     "exhaust",
     "compact_error",
-)
+]
+AGENT_EVENTS: Final[tuple[AgentEvent, ...]] = get_args(AgentEvent)
+AgentListeners = Mapping[AgentEvent, Listener | Iterable[Listener]]
+
+
+class RunOptions(TypedDict, total=False):
+    """The per-run keyword options of ``Agent.stream`` / ``Agent.generate``."""
+
+    think: bool | ThinkingLevel | None
+    schema: Mapping[str, Any] | None
+    limit: int | None
+    timeout: float | None
+    budget: Budget[TokenUsage] | None
+    signal: AbortSignal | None
+
+
+class AgentOptions(TypedDict, total=False):
+    """The keyword options of ``Agent`` / ``create_agent`` (see ``Agent``)."""
+
+    system: str | None
+    tools: ToolManager | None
+    instructions: InstructionManager | None
+    workspaces: WorkspaceManager | None
+    scope: Scope | None
+    conversations: ConversationManager | None
+    conversation: Conversation | None
+    context: AgentContext | None
+    limit: int | None
+    timeout: float | None
+    budget: Budget[TokenUsage] | None
+    scheduler: Scheduler | None
+    signal: AbortSignal | None
+    authority: Authority | None
+    window: Budget[Sequence[Message]] | None
+    strict: bool
+    on: AgentListeners | None
+    error: ErrorHandler | None
 
 
 class AgentStream:
@@ -74,7 +110,7 @@ class AgentStream:
 
 def _number(name: str, value: object, *, integer: bool = False) -> None:
     kinds = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:  # type: ignore[operator]
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:
         kind = "non-negative integer" if integer else "non-negative number"
         raise ValueError(f"{name} must be a {kind}, not {value!r}")
 
@@ -102,7 +138,7 @@ class Agent:
         authority: Authority | None = None,
         window: Budget[Sequence[Message]] | None = None,
         strict: bool = False,
-        on: Mapping[str, Listener | Iterable[Listener]] | None = None,
+        on: AgentListeners | None = None,
         error: ErrorHandler | None = None,
     ) -> None:
         if not callable(getattr(provider, "stream", None)):
@@ -132,7 +168,7 @@ class Agent:
         self.authority = authority
         self.window = window
         self.strict = strict
-        self.emitter = Emitter(on=on, error=error)
+        self.emitter: Emitter[AgentEvent] = Emitter(on=on, error=error)
         self._status: AgentStatus = "idle"
         self._runs: set[Abort] = set()
 
@@ -214,7 +250,7 @@ class Agent:
         self.emitter.emit("finish", result)
         return result
 
-    async def generate(self, **options: Any) -> AgentResult:
+    async def generate(self, **options: Unpack[RunOptions]) -> AgentResult:
         """Run to completion (draining the same stream ``stream`` exposes)."""
         stream = self.stream(**options)
         async for _ in stream.events:
@@ -227,6 +263,6 @@ class Agent:
             bound.abort(reason)
 
 
-def create_agent(provider: Provider, **options: Any) -> Agent:
+def create_agent(provider: Provider, **options: Unpack[AgentOptions]) -> Agent:
     """Create an ``Agent`` over ``provider``; see ``Agent`` for the keyword options."""
     return Agent(provider, **options)

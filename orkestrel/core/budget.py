@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, assert_never
 
 from .abort import AbortSignal
 from .usage import TokenUsage
@@ -59,7 +59,9 @@ class Budget[T]:
 
     def consume(self, value: T) -> float:
         """Charge what ``consume(value)`` measures; fire the signal on reaching ``max``."""
-        amount = self._consume(value)
+        return self._charge(self._consume(value))
+
+    def _charge(self, amount: float) -> float:
         if amount and amount > 0:
             self.consumed += amount
         if self.consumed >= self.max and not self._signal.aborted:
@@ -72,10 +74,21 @@ def create_budget[T](max: float, consume: Callable[[T], float]) -> Budget[T]:
     return Budget(max, consume)
 
 
+def _scoped(usage: TokenUsage, scope: TokenScope) -> int:
+    if scope == "total":
+        return usage.total
+    if scope == "prompt":
+        return usage.prompt
+    if scope == "completion":
+        return usage.completion
+    assert_never(scope)
+
+
 def _usage_field(usage: TokenUsage | Mapping[str, Any], scope: TokenScope) -> float:
     if type(usage) is TokenUsage:
-        return getattr(usage, scope)
-    value = getattr(usage, scope) if isinstance(usage, TokenUsage) else usage.get(scope, 0)
+        return _scoped(usage, scope)
+    # A subclass or a mapping may carry anything in the field: only a real number counts.
+    value: object = _scoped(usage, scope) if isinstance(usage, TokenUsage) else usage.get(scope, 0)
     return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
@@ -95,13 +108,13 @@ class TokenBudget(Budget[TokenUsage]):
     def consume(self, value: TokenUsage | Mapping[str, Any]) -> float:
         # Metered on every streamed delta, so the common case skips the generic path.
         if type(value) is TokenUsage:
-            amount = getattr(value, self.scope)
+            amount = _scoped(value, self.scope)
             if amount > 0:
                 self.consumed += amount
             if self.consumed >= self.max and not self._signal.aborted:
                 self._signal._fire(BUDGET_EXHAUSTED)
             return self.consumed
-        return super().consume(value)  # type: ignore[arg-type]
+        return self._charge(_usage_field(value, self.scope))
 
 
 def create_token_budget(max: float, scope: TokenScope = "total") -> TokenBudget:

@@ -71,7 +71,7 @@ class AgentResult:
     partial: bool = False
     stop: StopReason = "done"
     # Why the run was cancelled (the abort reason), when it was.
-    reason: Any = None
+    reason: object = None
 
     def to_dict(self) -> Mapping[str, Any]:
         return {

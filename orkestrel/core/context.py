@@ -9,11 +9,12 @@ attached to a copy of the last user message.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 from .constants import WORKSPACE_SECTION_HEADER
 from .conversation import Conversation
 from .conversation_manager import ConversationManager
-from .files import is_image, is_text
+from .files import File, is_image, is_text
 from .instructions import InstructionManager, render_instruction_section
 from .messages import Message, mint_id
 from .provider import ContextFormat
@@ -23,6 +24,18 @@ from .tools import ToolManager
 from .workspace_manager import WorkspaceManager
 
 __all__ = ["AgentContext", "create_agent_context"]
+
+
+class AgentContextOptions(TypedDict, total=False):
+    """The keyword options of ``AgentContext`` / ``create_agent_context``."""
+
+    system: str | None
+    tools: ToolManager | None
+    instructions: InstructionManager | None
+    workspaces: WorkspaceManager | None
+    scope: Scope | None
+    conversations: ConversationManager | None
+    conversation: Conversation | None
 
 
 class AgentContext:
@@ -93,7 +106,11 @@ class AgentContext:
         active = manager.active
         if active is None:
             existing = manager.conversations()
-            active = manager.switch(existing[0].id) if existing else manager.add()
+            if existing:
+                active = existing[0]
+                manager.switch(active.id)
+            else:
+                active = manager.add()
         return active
 
     def build(self, format: ContextFormat | None = None) -> list[Message]:
@@ -111,7 +128,7 @@ class AgentContext:
         images: list[str] = []
         workspace = self._workspaces.active
         if workspace is not None and workspace.count:
-            files = workspace.files()
+            files: Sequence[File] = workspace.files()
             if scope is not None and scope.files is not None:
                 files = filter_allow_list(files, scope.files, lambda file: file.path)
             blocks = [
@@ -144,6 +161,6 @@ def _attach(messages: list[Message], images: Sequence[str]) -> None:
             return
 
 
-def create_agent_context(**options: object) -> AgentContext:
+def create_agent_context(**options: Unpack[AgentContextOptions]) -> AgentContext:
     """Create an ``AgentContext``; see its keyword arguments."""
-    return AgentContext(**options)  # type: ignore[arg-type]
+    return AgentContext(**options)

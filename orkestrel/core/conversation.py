@@ -10,14 +10,18 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, overload
 
 from .constants import CONVERSATION_RECAP_PREFIX, DEFAULT_CONVERSATION_KEEP
-from .conversation_store import ConversationSnapshot, SectionSnapshot, is_conversation_snapshot
+from .conversation_store import (
+    ConversationSnapshot,
+    Section,
+    _message_json,
+    is_conversation_snapshot,
+)
 from .emitter import Emitter, ErrorHandler, Listener
 from .errors import ConversationError
-from .messages import Message, MessageInput, create_message, message_to_dict, mint_id
+from .messages import Message, MessageInput, create_message, mint_id
 
 __all__ = [
     "Conversation",
@@ -29,28 +33,6 @@ __all__ = [
 
 ConversationSummarizer = Callable[[Sequence[Message]], Awaitable[str]]
 ConversationEvent = Literal["compact", "summary", "rehydrate", "collapse"]
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    """A slice of folded messages digested into ``summary``; ``messages`` are the originals."""
-
-    id: str
-    summary: str
-    messages: tuple[Message, ...]
-
-    def to_dict(self) -> SectionSnapshot:
-        return {
-            "id": self.id,
-            "summary": self.summary,
-            "messages": [_message_json(message) for message in self.messages],
-        }
-
-
-def _message_json(message: Message) -> dict[str, Any]:
-    data = message_to_dict(message)
-    # Tool-call arguments may nest mutable values: never share them with a snapshot reader.
-    return copy.deepcopy(data) if message.calls else data
 
 
 def _check_keep(keep: object) -> int | None:
@@ -157,7 +139,7 @@ class Conversation:
         summarize: ConversationSummarizer | None = None,
         keep: int | None = None,
         sections: int | None = None,
-        on: Mapping[str, Listener | Iterable[Listener]] | None = None,
+        on: Mapping[ConversationEvent, Listener | Iterable[Listener]] | None = None,
         error: ErrorHandler | None = None,
         snapshot: ConversationSnapshot | Mapping[str, Any] | None = None,
     ) -> None:
@@ -185,8 +167,8 @@ class Conversation:
     def _restore(self, snapshot: object) -> None:
         if not is_conversation_snapshot(snapshot):
             raise ValueError("snapshot must be a valid conversation snapshot")
-        assert isinstance(snapshot, Mapping)
-        data = copy.deepcopy(dict(snapshot))
+        # A private copy (of any mapping): nothing the caller holds reaches the conversation.
+        data: Mapping[str, Any] = copy.deepcopy(dict(snapshot))
         try:
             sections = tuple(
                 Section(
@@ -214,7 +196,7 @@ class Conversation:
         return self._id
 
     @property
-    def emitter(self) -> Emitter:
+    def emitter(self) -> Emitter[ConversationEvent]:
         """Events: ``compact`` (section), ``summary`` (str), ``rehydrate`` (id, messages),
         ``collapse`` (merged section)."""
         return self._emitter
@@ -442,7 +424,7 @@ def create_conversation(
     summarize: ConversationSummarizer | None = None,
     keep: int | None = None,
     sections: int | None = None,
-    on: Mapping[str, Listener | Iterable[Listener]] | None = None,
+    on: Mapping[ConversationEvent, Listener | Iterable[Listener]] | None = None,
     error: ErrorHandler | None = None,
     snapshot: ConversationSnapshot | Mapping[str, Any] | None = None,
 ) -> Conversation:

@@ -5,15 +5,35 @@ Event-free: each conversation owns its own emitter.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypedDict, Unpack
 
-from .conversation import Conversation, ConversationSummarizer, _check_cap, _check_keep
-from .conversation_store import ConversationStore, is_conversation_snapshot
+from .conversation import (
+    Conversation,
+    ConversationEvent,
+    ConversationSummarizer,
+    _check_cap,
+    _check_keep,
+)
+from .conversation_store import ConversationSnapshot, ConversationStore, is_conversation_snapshot
+from .emitter import ErrorHandler, Listener
 
 __all__ = ["ConversationManager", "create_conversation_manager"]
 
-_INPUT_KEYS = frozenset({"id", "summarize", "keep", "sections", "on", "error", "snapshot"})
+
+class ConversationInput(TypedDict, total=False):
+    """What ``ConversationManager.add`` accepts (every field optional; see ``Conversation``)."""
+
+    id: str | None
+    summarize: ConversationSummarizer | None
+    keep: int | None
+    sections: int | None
+    on: Mapping[ConversationEvent, Listener | Iterable[Listener]] | None
+    error: ErrorHandler | None
+    snapshot: ConversationSnapshot | Mapping[str, Any] | None
+
+
+_INPUT_KEYS = frozenset(ConversationInput.__annotations__)
 
 
 class ConversationManager:
@@ -67,7 +87,10 @@ class ConversationManager:
         return tuple(self._conversations.values())
 
     def add(
-        self, input: Mapping[str, Any] | Conversation | None = None, /, **options: Any
+        self,
+        input: ConversationInput | Mapping[str, Any] | Conversation | None = None,
+        /,
+        **options: Unpack[ConversationInput],
     ) -> Conversation:
         """Create and register a conversation from a mapping or keyword arguments.
 
@@ -84,7 +107,7 @@ class ConversationManager:
             return input
         if input is not None and not isinstance(input, Mapping):
             raise TypeError(f"conversation input must be a mapping, not {type(input).__name__}")
-        merged = {**(input or {}), **options}
+        merged: dict[str, Any] = {**(input or {}), **options}
         unknown = set(merged) - _INPUT_KEYS
         if unknown:
             raise TypeError(f"unknown conversation option(s): {', '.join(sorted(unknown))}")

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
-from .messages import is_message
+from .messages import Message, is_message, message_to_dict
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # ``typing.TypeIs`` from Python 3.13
 
 __all__ = [
     "ConversationSnapshot",
@@ -41,20 +45,41 @@ class ConversationSnapshot(TypedDict):
     messages: list[dict[str, Any]]
 
 
+# Defined here, beside its snapshot and guard, so the guard needs no import back from
+# ``conversation`` (which re-exports it as part of its public surface).
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A slice of folded messages digested into ``summary``; ``messages`` are the originals."""
+
+    id: str
+    summary: str
+    messages: tuple[Message, ...]
+
+    def to_dict(self) -> SectionSnapshot:
+        return {
+            "id": self.id,
+            "summary": self.summary,
+            "messages": [_message_json(message) for message in self.messages],
+        }
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    data = message_to_dict(message)
+    # Tool-call arguments may nest mutable values: never share them with a snapshot reader.
+    return copy.deepcopy(data) if message.calls else data
+
+
 def _is_message_list(value: object) -> bool:
     return isinstance(value, list | tuple) and all(is_message(item) for item in value)
 
 
-def is_section(value: object) -> bool:
+def is_section(value: object) -> TypeIs[Section | SectionSnapshot]:
     """Whether ``value`` is structurally a section: string ``id`` / ``summary``, valid messages.
 
     Accepts a ``Section`` or its plain-dict form; total (never raises).
     """
     try:
         if not isinstance(value, Mapping):
-            # Imported here: ``conversation`` imports this module for the snapshot guards.
-            from .conversation import Section
-
             if not isinstance(value, Section):
                 return False
             value = value.to_dict()
@@ -67,7 +92,7 @@ def is_section(value: object) -> bool:
         return False
 
 
-def is_conversation_snapshot(value: object) -> bool:
+def is_conversation_snapshot(value: object) -> TypeIs[ConversationSnapshot]:
     """Whether ``value`` is a ``ConversationSnapshot``; fails closed on any malformed element."""
     try:
         if not isinstance(value, Mapping):

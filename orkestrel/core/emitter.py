@@ -3,6 +3,9 @@
 A listener that raises never reaches the code that emitted: the error goes to the emitter's
 ``error`` handler as ``(error, event)``; a raising ``error`` handler is swallowed (no
 recursion); with no handler the error is dropped.
+
+An emitter is generic in its event names: an owner declares its closed set as a ``Literal``
+(``Emitter[AgentEvent]``), so a misspelt ``on("finsh", ...)`` fails the type check.
 """
 
 from __future__ import annotations
@@ -16,17 +19,17 @@ Listener = Callable[..., Any]
 ErrorHandler = Callable[[BaseException, str], Any]
 
 
-class Emitter:
-    """Named events with listeners; ``on`` returns an unsubscribe callable."""
+class Emitter[E: str]:
+    """Named events (``E``: a ``Literal`` of names); ``on`` returns an unsubscribe callable."""
 
     __slots__ = ("_error", "_listeners")
 
     def __init__(
         self,
-        on: Mapping[str, Listener | Iterable[Listener]] | None = None,
+        on: Mapping[E, Listener | Iterable[Listener]] | None = None,
         error: ErrorHandler | None = None,
     ) -> None:
-        self._listeners: dict[str, list[Listener]] = {}
+        self._listeners: dict[E, list[Listener]] = {}
         self._error = error
         if on is not None:
             if not isinstance(on, Mapping):
@@ -38,7 +41,7 @@ class Emitter:
                     for listener in listeners:
                         self.on(event, listener)
 
-    def on(self, event: str, listener: Listener) -> Callable[[], None]:
+    def on(self, event: E, listener: Listener) -> Callable[[], None]:
         """Subscribe ``listener`` to ``event``; call the returned function to unsubscribe."""
         if not callable(listener):
             raise TypeError(f"listener for {event!r} must be callable")
@@ -46,7 +49,7 @@ class Emitter:
         self._listeners[event] = [*self._listeners.get(event, ()), listener]
         return lambda: self.off(event, listener)
 
-    def once(self, event: str, listener: Listener) -> Callable[[], None]:
+    def once(self, event: E, listener: Listener) -> Callable[[], None]:
         """Subscribe for the next emission only."""
 
         def wrapper(*args: Any) -> Any:
@@ -56,7 +59,7 @@ class Emitter:
         unsubscribe = self.on(event, wrapper)
         return unsubscribe
 
-    def off(self, event: str, listener: Listener) -> None:
+    def off(self, event: E, listener: Listener) -> None:
         listeners = self._listeners.get(event)
         if not listeners:
             return
@@ -68,22 +71,22 @@ class Emitter:
         else:
             del self._listeners[event]
 
-    def has(self, event: str) -> bool:
+    def has(self, event: E) -> bool:
         """Whether ``event`` has any listener (lets hot paths skip building a payload)."""
         return event in self._listeners
 
-    def count(self, event: str | None = None) -> int:
+    def count(self, event: E | None = None) -> int:
         if event is not None:
             return len(self._listeners.get(event, ()))
         return sum(len(items) for items in self._listeners.values())
 
-    def clear(self, event: str | None = None) -> None:
+    def clear(self, event: E | None = None) -> None:
         if event is None:
             self._listeners.clear()
         else:
             self._listeners.pop(event, None)
 
-    def emit(self, event: str, *args: Any) -> None:
+    def emit(self, event: E, *args: Any) -> None:
         """Call every listener of ``event`` with ``args``; never raises."""
         listeners = self._listeners.get(event)
         if not listeners:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from .chunks import AgentResult
     from .provider import ProviderResult
 
 __all__ = [
@@ -119,6 +120,6 @@ class AgentJobError(OrkestrelError):
 
     code = "PARTIAL"
 
-    def __init__(self, partial: Any, message: str = "agent job ended partial") -> None:
+    def __init__(self, partial: AgentResult, message: str = "agent job ended partial") -> None:
         super().__init__(message)
         self.partial = partial

@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, assert_never, get_args
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # ``typing.TypeIs`` from Python 3.13
 
 __all__ = [
     "BINARY_MIMES",
@@ -58,7 +61,7 @@ class TextContentDict(TypedDict):
 
 class BinaryContentDict(TypedDict):
     data: str
-    mime: str
+    mime: BinaryMIME
 
 
 class FileDict(TypedDict):
@@ -136,11 +139,13 @@ def to_content(value: FileContent | Mapping[str, Any]) -> FileContent:
     if "text" in value:
         return TextContent(value["text"], value.get("language") or "text")
     if "data" in value:
-        return BinaryContent(value["data"], value.get("mime"))  # type: ignore[arg-type]
+        # Unchecked on purpose: ``BinaryContent`` validates both and names the bad field.
+        mime: Any = value.get("mime")
+        return BinaryContent(value["data"], mime)
     raise TypeError("content must carry either text (+ language) or data (+ mime)")
 
 
-def is_text(content: object) -> bool:
+def is_text(content: object) -> TypeIs[TextContent | TextContentDict]:
     """Whether ``content`` is the text arm (a ``TextContent`` or ``{"text", "language"}``)."""
     if isinstance(content, TextContent):
         return True
@@ -155,7 +160,7 @@ def is_text(content: object) -> bool:
         return False
 
 
-def is_binary(content: object) -> bool:
+def is_binary(content: object) -> TypeIs[BinaryContent | BinaryContentDict]:
     """Whether ``content`` is the binary arm (base64 ``data`` with a supported ``mime``)."""
     if isinstance(content, BinaryContent):
         return True
@@ -173,17 +178,20 @@ def _arm(content: object) -> FileContent | None:
     # The content as its dataclass arm, or None: the derivations below stay total.
     if isinstance(content, TextContent | BinaryContent):
         return content
+    if not isinstance(content, Mapping):
+        return None
+    data: Mapping[str, Any] = content
     try:
-        if is_text(content):
-            return TextContent(content["text"], content["language"])  # type: ignore[index]
-        if is_binary(content):
-            return BinaryContent(content["data"], content["mime"])  # type: ignore[index]
+        if is_text(data):
+            return TextContent(data["text"], data["language"])
+        if is_binary(data):
+            return BinaryContent(data["data"], data["mime"])
     except Exception:  # noqa: BLE001 - the helpers are total
         return None
     return None
 
 
-def is_image(content: object) -> bool:
+def is_image(content: object) -> TypeIs[BinaryContent | BinaryContentDict]:
     """Whether ``content`` is a binary arm whose MIME is ``image/*`` (an image is a binary)."""
     arm = _arm(content)
     return isinstance(arm, BinaryContent) and arm.mime.startswith("image/")
@@ -285,7 +293,7 @@ def create_file(
     return File(check_path(path), to_content(content), state)
 
 
-def is_file(value: object) -> bool:
+def is_file(value: object) -> TypeIs[File | FileDict]:
     """Whether ``value`` is structurally a ``File`` (or its JSON dict); total, never raises."""
     if isinstance(value, File):
         return True
@@ -312,8 +320,10 @@ def file_to_dict(file: File) -> FileDict:
     body: TextContentDict | BinaryContentDict
     if isinstance(content, TextContent):
         body = {"text": content.text, "language": content.language}
-    else:
+    elif isinstance(content, BinaryContent):
         body = {"data": content.data, "mime": content.mime}
+    else:
+        assert_never(content)
     return {
         "path": file.path,
         "content": body,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, cast, overload
+from typing import Any, Literal, TypedDict, cast, overload
 
 from .constants import INSTRUCTIONS_SECTION_HEADER
 from .emitter import Emitter, ErrorHandler, Listener
@@ -144,7 +144,8 @@ def to_section_format(
     return section
 
 
-InstructionManagerHooks = Mapping[str, Listener | Iterable[Listener]]
+InstructionEvent = Literal["add", "remove", "clear"]
+InstructionManagerHooks = Mapping[InstructionEvent, Listener | Iterable[Listener]]
 InstructionInputs = InstructionInput | Mapping[str, Any] | Instruction
 
 
@@ -169,7 +170,7 @@ class InstructionManager:
         self._emitter = Emitter(on=on, error=error)
 
     @property
-    def emitter(self) -> Emitter:
+    def emitter(self) -> Emitter[InstructionEvent]:
         """The push surface: ``add`` / ``remove`` / ``clear``."""
         return self._emitter
 
@@ -298,10 +299,13 @@ def render_instruction_section(
         return ""
     framing = manager.framing
     provider = _provider_section(provider_format)
-    open_text = _first(framing and framing.open, provider and provider.open)
+    open_text = _first(
+        framing.open if framing is not None else None,
+        provider.open if provider is not None else None,
+    )
     if open_text is None:
         open_text = manager.description
-    parts = [open_text]
+    parts: list[str | None] = [open_text]
     manager_render = framing.render if framing is not None else None
     provider_render = provider.render if provider is not None else None
     for item in items:
@@ -314,7 +318,12 @@ def render_instruction_section(
         if text is None:
             text = manager.format(item)
         parts.append(text)
-    parts.append(_first(framing and framing.close, provider and provider.close))
+    parts.append(
+        _first(
+            framing.close if framing is not None else None,
+            provider.close if provider is not None else None,
+        )
+    )
     return "\n\n".join(part for part in parts if part)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from .chunks import AgentResult
 from .errors import AgentJobError
@@ -71,7 +71,8 @@ def validate_job(job: object, *, path: str = "job") -> AgentJobInput:
         json.dumps(job)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path} must be JSON-serializable: {error}") from error
-    return job  # type: ignore[return-value]
+    # Every field was checked above: the mapping is an ``AgentJobInput``.
+    return cast(AgentJobInput, job)
 
 
 async def settle_agent_job(agent: Agent, *, allow_partial: bool = False) -> AgentResult:

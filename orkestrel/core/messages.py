@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, get_args
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # ``typing.TypeIs`` from Python 3.13
 
 __all__ = [
     "Message",
@@ -99,6 +102,26 @@ ToolCallInput = ToolCall | Mapping[str, Any]
 MessageInput = Message | Mapping[str, Any]
 
 
+class ToolCallDict(TypedDict):
+    """A tool call as plain JSON: what ``is_tool_call`` accepts (``ToolCall.to_dict``)."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+    error: NotRequired[str | None]
+
+
+class MessageDict(TypedDict):
+    """A message as plain JSON: what ``is_message`` accepts (``message_to_dict``)."""
+
+    id: str
+    role: MessageRole
+    content: str
+    calls: NotRequired[Sequence[ToolCallDict] | None]
+    images: NotRequired[Sequence[str] | None]
+    tool_call_id: NotRequired[str | None]
+
+
 def to_tool_call(value: ToolCallInput) -> ToolCall:
     """Coerce a mapping into a ``ToolCall``; raise ``TypeError`` naming the bad field."""
     if isinstance(value, ToolCall):
@@ -170,7 +193,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     return data
 
 
-def is_tool_call(value: object) -> bool:
+def is_tool_call(value: object) -> TypeIs[ToolCall | ToolCallDict]:
     """Whether ``value`` is structurally a tool call (string id and name, mapping arguments)."""
     if isinstance(value, ToolCall):
         value = value.to_dict()
@@ -186,7 +209,7 @@ def is_tool_call(value: object) -> bool:
         return False
 
 
-def is_message(value: object) -> bool:
+def is_message(value: object) -> TypeIs[Message | MessageDict]:
     """Whether ``value`` is structurally a message; fails closed on any malformed element."""
     try:
         if isinstance(value, Message):

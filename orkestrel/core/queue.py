@@ -6,7 +6,7 @@ import asyncio
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Required, TypedDict, Unpack, runtime_checkable
 
 from .abort import Abort, AbortSignal
 from .chunks import AgentResult
@@ -67,6 +67,17 @@ class MemoryQueueStore:
 def create_memory_queue_store() -> MemoryQueueStore:
     """Create an in-memory ``QueueStore``."""
     return MemoryQueueStore()
+
+
+class QueueOptions(TypedDict, total=False):
+    """The keyword options of ``AgentQueue`` / ``create_agent_queue``."""
+
+    registry: Required[AgentRegistry]
+    concurrency: int
+    retries: int
+    timeout: float | None
+    store: QueueStore | None
+    allow_partial: bool
 
 
 class AgentQueue:
@@ -155,7 +166,7 @@ class AgentQueue:
             deadline = AbortSignal.timeout(self.timeout) if self.timeout is not None else None
             signal = AbortSignal.any([queue_signal, deadline])
             try:
-                agent = self.registry.build(record.job, signal)  # type: ignore[arg-type]
+                agent = self.registry.build(record.job, signal)
                 return await settle_agent_job(agent, allow_partial=self.allow_partial)
             finally:
                 signal.dispose()
@@ -163,6 +174,6 @@ class AgentQueue:
                     deadline.dispose()
 
 
-def create_agent_queue(**options: Any) -> AgentQueue:
+def create_agent_queue(**options: Unpack[QueueOptions]) -> AgentQueue:
     """Create an ``AgentQueue`` (``registry`` required; see ``AgentQueue``)."""
     return AgentQueue(**options)

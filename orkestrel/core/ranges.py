@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # ``typing.TypeIs`` from Python 3.13
 
 __all__ = [
     "Position",
@@ -59,12 +62,19 @@ PositionInput = Position | Mapping[str, Any]
 RangeInput = Range | Mapping[str, Any]
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeIs[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def to_position(value: PositionInput, name: str = "position") -> Position:
     """Coerce a ``Position`` or ``{"line", "column"}`` mapping; ``TypeError`` names the field."""
+    return _position(value, name)
+
+
+def _position(value: object, name: str) -> Position:
+    # ``to_position`` over untrusted input (a range mapping's ends are not checked yet).
+    line: object
+    column: object
     if isinstance(value, Position):
         line, column = value.line, value.column
     elif isinstance(value, Mapping):
@@ -75,7 +85,7 @@ def to_position(value: PositionInput, name: str = "position") -> Position:
         raise TypeError(f"{name}.line must be an int, not {line!r}")
     if not _is_int(column):
         raise TypeError(f"{name}.column must be an int, not {column!r}")
-    return value if isinstance(value, Position) else Position(line, column)  # type: ignore[arg-type]
+    return value if isinstance(value, Position) else Position(line, column)
 
 
 def to_range(value: RangeInput, name: str = "range") -> Range:
@@ -84,13 +94,15 @@ def to_range(value: RangeInput, name: str = "range") -> Range:
     Only the shape is checked (int components); an inverted or sub-1 range passes through.
     Raises ``TypeError`` naming the offending field.
     """
+    start: object
+    end: object
     if isinstance(value, Range):
         start, end = value.start, value.end
     elif isinstance(value, Mapping):
         start, end = value.get("start"), value.get("end")
     else:
         raise TypeError(f"{name} must be a mapping with start and end, not {value!r}")
-    return Range(to_position(start, f"{name}.start"), to_position(end, f"{name}.end"))
+    return Range(_position(start, f"{name}.start"), _position(end, f"{name}.end"))
 
 
 def range_of(start_line: int, start_column: int, end_line: int, end_column: int) -> Range:
@@ -125,13 +137,20 @@ def is_valid_range(value: object) -> bool:
     ends = _ends(value)
     if ends is None:
         return False
-    start, end = _caret(ends[0]), _caret(ends[1])
+    start, end = _whole(_caret(ends[0])), _whole(_caret(ends[1]))
     if start is None or end is None:
         return False
-    parts = (*start, *end)
-    if not all(_is_int(part) and part >= 1 for part in parts):  # type: ignore[operator]
-        return False
-    return start <= end  # type: ignore[operator]
+    return start <= end
+
+
+def _whole(caret: tuple[object, object] | None) -> tuple[int, int] | None:
+    """A caret whose components are both ints ``>= 1``, else ``None``."""
+    if caret is None:
+        return None
+    line, column = caret
+    if _is_int(line) and _is_int(column) and line >= 1 and column >= 1:
+        return line, column
+    return None
 
 
 def _text(value: object) -> str:
@@ -140,11 +159,9 @@ def _text(value: object) -> str:
 
 def _pin(lines: list[str], caret: tuple[object, object] | None) -> tuple[int, int]:
     # An unreadable component reads as 1: garbage lands on the text's first caret.
-    line, column = caret if caret is not None else (1, 1)
-    line = line if _is_int(line) else 1
-    column = column if _is_int(column) else 1
-    line = min(max(line, 1), len(lines))  # type: ignore[type-var,call-overload]
-    column = min(max(column, 1), len(lines[line - 1]) + 1)  # type: ignore[type-var,call-overload]
+    raw_line, raw_column = caret if caret is not None else (1, 1)
+    line = min(max(raw_line if _is_int(raw_line) else 1, 1), len(lines))
+    column = min(max(raw_column if _is_int(raw_column) else 1, 1), len(lines[line - 1]) + 1)
     return line, column
 
 

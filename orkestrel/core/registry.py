@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from .abort import AbortSignal
 from .agent import Agent
@@ -19,7 +19,17 @@ from .tools import Tool, ToolManager
 __all__ = ["AgentRegistry", "create_agent_registry"]
 
 
-def _pool(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
+class RegistryOptions(TypedDict, total=False):
+    """The keyword options of ``AgentRegistry`` / ``create_agent_registry``."""
+
+    providers: Required[Mapping[str, Provider]]
+    tools: Mapping[str, Tool] | None
+    authorities: Mapping[str, Authority] | None
+    schedulers: Mapping[str, Scheduler] | None
+    store: ConversationStore | None
+
+
+def _pool[T](name: str, value: Mapping[str, T] | None) -> dict[str, T]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -45,7 +55,7 @@ class AgentRegistry:
         self._schedulers = _pool("schedulers", schedulers)
         self._store = store
 
-    def _lookup(self, category: str, pool: dict[str, Any], name: str) -> Any:
+    def _lookup[T](self, category: str, pool: dict[str, T], name: str) -> T:
         try:
             return pool[name]
         except (KeyError, TypeError):
@@ -63,8 +73,10 @@ class AgentRegistry:
     def scheduler(self, name: str) -> Scheduler:
         return self._lookup("scheduler", self._schedulers, name)
 
-    def build(self, job: AgentJobInput, signal: AbortSignal | None = None) -> Agent:
-        """Rehydrate a seeded agent from ``job``, its signal threaded from ``signal``."""
+    def build(
+        self, job: AgentJobInput | Mapping[str, Any], signal: AbortSignal | None = None
+    ) -> Agent:
+        """Rehydrate a seeded agent from ``job`` (validated first), its signal from ``signal``."""
         job = validate_job(job)
         provider = self.provider(job["provider"])
         tools = ToolManager()
@@ -91,6 +103,6 @@ class AgentRegistry:
         return agent
 
 
-def create_agent_registry(**options: Any) -> AgentRegistry:
+def create_agent_registry(**options: Unpack[RegistryOptions]) -> AgentRegistry:
     """Create an ``AgentRegistry`` from named pools (``providers`` is required)."""
     return AgentRegistry(**options)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .abort import Abort
 from .authority import AuthorityContext
@@ -147,9 +147,10 @@ class Run:
         provider = agent.provider
         emitter = agent.emitter
         messages = context.build(provider.format)
-        trimming = self.window is not None and self.conversation.summarizable
-        if trimming:
-            self.window.clear()
+        window = self.window
+        trimming = window is not None and self.conversation.summarizable
+        if window is not None and trimming:
+            window.clear()
             messages = await self._trim(messages)
         scheduler = agent.scheduler
         turn = 0
@@ -194,7 +195,7 @@ class Run:
         tools = self.agent.context.tools
         if not tools.count:
             return None
-        definitions = tools.definitions()
+        definitions: Sequence[ToolDefinition] = tools.definitions()
         scope = self.agent.context.scope
         if scope is not None and scope.tools is not None:
             definitions = filter_allow_list(definitions, scope.tools, _name)
@@ -213,9 +214,9 @@ class Run:
         finished = False
         try:
             async for item in stream:
-                kind = type(item)
-                if kind is ContentDelta:
-                    text = item.text  # type: ignore[union-attr]
+                # Exact types first (the hot path); subclasses are routed further down.
+                if type(item) is ContentDelta:
+                    text = item.text
                     if not text:
                         continue
                     parts.append(text)
@@ -227,9 +228,9 @@ class Run:
                             increment = estimate - charged
                             charged = estimate
                             budget.consume(TokenUsage(0, increment, increment))
-                elif kind is ThinkingDelta:
-                    if item.text:  # type: ignore[union-attr]
-                        push(ThinkChunk(item.text))  # type: ignore[union-attr]
+                elif type(item) is ThinkingDelta:
+                    if item.text:
+                        push(ThinkChunk(item.text))
                 elif isinstance(item, ProviderResult):
                     result = item
                 elif isinstance(item, ContentDelta | ThinkingDelta):
@@ -379,15 +380,16 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def _tool_content(result: ToolResult) -> str:
-    payload: Any = result.error if result.error is not None else result.value
+    payload: object = result.error if result.error is not None else result.value
     try:
         return _ENCODE(payload)
     except (TypeError, ValueError, RecursionError):
         return _ENCODE(str(payload))
 
 
-async def _close(stream: Any) -> None:
-    aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
+async def _close(stream: object) -> None:
+    # ``Provider.stream`` promises an async iterator; an async generator can also be closed.
+    aclose: Callable[[], Awaitable[object]] | None = getattr(stream, "aclose", None)
     if aclose is not None:
         try:
             await aclose()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Required, TypedDict, Unpack
 
 from .abort import Abort, AbortSignal
 from .chunks import AgentResult
@@ -80,8 +80,10 @@ class _Execution:
                     break
                 await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
                 for task in self.tasks:
-                    if task.done() and not task.cancelled() and task.exception() is not None:
-                        raise task.exception()  # type: ignore[misc]
+                    if task.done() and not task.cancelled():
+                        error = task.exception()
+                        if error is not None:
+                            raise error
         except BaseException:
             self.abort.abort("runner failed")
             for task in self.tasks:
@@ -89,6 +91,16 @@ class _Execution:
             await asyncio.gather(*self.tasks, return_exceptions=True)
             raise
         return [task.result() for task in self.tasks]
+
+
+class RunnerOptions(TypedDict, total=False):
+    """The keyword options of ``AgentRunner`` / ``create_agent_runner``."""
+
+    registry: Required[AgentRegistry]
+    concurrency: int
+    retries: int
+    timeout: float | None
+    allow_partial: bool
 
 
 class AgentRunner:
@@ -133,6 +145,6 @@ class AgentRunner:
             execution.abort.abort(reason)
 
 
-def create_agent_runner(**options: Any) -> AgentRunner:
+def create_agent_runner(**options: Unpack[RunnerOptions]) -> AgentRunner:
     """Create an ``AgentRunner`` (``registry`` required; see ``AgentRunner``)."""
     return AgentRunner(**options)

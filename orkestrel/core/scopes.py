@@ -141,11 +141,13 @@ def create_scope(
     if isinstance(input, str):
         fields["name"] = input
     elif isinstance(input, Mapping):
-        fields.update(_configuration(input, "scope input"))
-        if "name" in input:
-            fields["name"] = input["name"]
-        if "id" in input:
-            fields["id"] = input["id"]
+        # Read as a plain mapping: an ``id`` is accepted beside the ``ScopeInput`` fields.
+        data: Mapping[str, Any] = input
+        fields.update(_configuration(data, "scope input"))
+        if "name" in data:
+            fields["name"] = data["name"]
+        if "id" in data:
+            fields["id"] = data["id"]
     elif input is not None:
         raise TypeError(f"scope input must be a mapping or a name, not {type(input).__name__}")
     given = {
@@ -190,7 +192,8 @@ def filter_allow_list(
     return tuple(item for item in items if key(item) in allowed)
 
 
-ScopeManagerHooks = Mapping[str, Listener | Iterable[Listener]]
+ScopeEvent = Literal["create", "remove", "clear"]
+ScopeManagerHooks = Mapping[ScopeEvent, Listener | Iterable[Listener]]
 
 
 class ScopeManager:
@@ -207,7 +210,7 @@ class ScopeManager:
         self._emitter = Emitter(on=on, error=error)
 
     @property
-    def emitter(self) -> Emitter:
+    def emitter(self) -> Emitter[ScopeEvent]:
         """The push surface: ``create`` / ``remove`` / ``clear``."""
         return self._emitter
 

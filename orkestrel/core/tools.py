@@ -228,6 +228,10 @@ class ToolManager:
         self._definitions = None
 
     async def _dispatch(self, call: ToolCallInput) -> ToolResult:
+        # A mapping call is untrusted: its fields are checked before use.
+        call_id: object
+        name: object
+        arguments: object
         if type(call) is ToolCall or isinstance(call, ToolCall):
             call_id, name, arguments = call.id, call.name, call.arguments
             if call.error is not None:

@@ -41,6 +41,10 @@ def _field(value: object) -> int:
 
 def sanitize_usage(usage: TokenUsage | Mapping[str, Any]) -> TokenUsage:
     """Floor every field to a non-negative integer; non-finite or negative becomes 0. Total."""
+    # Read as ``object``: a subclass or a mapping may carry anything in these fields.
+    prompt: object
+    completion: object
+    total: object
     if type(usage) is TokenUsage:
         prompt, completion, total = usage.prompt, usage.completion, usage.total
         if (

@@ -17,7 +17,16 @@ from typing import Literal, TypedDict, overload
 
 from .emitter import Emitter, ErrorHandler, Listener
 from .errors import WorkspaceError
-from .files import File, FilesInput, TextContent, check_path, create_file, file_to_dict, to_files
+from .files import (
+    File,
+    FilesInput,
+    FileState,
+    TextContent,
+    check_path,
+    create_file,
+    file_to_dict,
+    to_files,
+)
 from .language import infer_language
 from .messages import mint_id
 from .ranges import (
@@ -44,7 +53,7 @@ __all__ = [
 ]
 
 WorkspaceEvent = Literal["write", "remove", "move", "clear"]
-WorkspaceListeners = Mapping[str, Listener | Iterable[Listener]]
+WorkspaceListeners = Mapping[WorkspaceEvent, Listener | Iterable[Listener]]
 # Seeding is the only way a binary file enters a workspace (the edit surface mints text).
 WorkspaceSeed = FilesInput
 MoveEvent = TypedDict("MoveEvent", {"from": str, "to": str})
@@ -169,7 +178,7 @@ class Workspace:
         return self._id
 
     @property
-    def emitter(self) -> Emitter:
+    def emitter(self) -> Emitter[WorkspaceEvent]:
         """The workspace's events: ``write`` (File), ``remove`` (path), ``move``, ``clear``."""
         return self._emitter
 
@@ -186,8 +195,9 @@ class Workspace:
         """Every file, in insertion order."""
         return tuple(self._files.values())
 
+    # A ``str`` is also an ``Iterable[str]``; the single-path overload comes first and wins.
     @overload
-    def read(self, path: str) -> str | None: ...
+    def read(self, path: str) -> str | None: ...  # type: ignore[overload-overlap]
     @overload
     def read(self, path: str, range: RangeInput) -> ReadResult | None: ...
     @overload
@@ -401,10 +411,12 @@ class Workspace:
         existing = self._files.get(path)
         kept = existing.content if existing is not None else None
         language = kept.language if isinstance(kept, TextContent) else infer_language(path)
-        state = "created" if existing is None else "modified"
+        state: FileState = "created" if existing is None else "modified"
         self._commit(create_file(path, TextContent(text, language), state))
 
-    def _extend(self, verb: str, path: str | Mapping[str, str], text: str | None) -> None:
+    def _extend(
+        self, verb: Literal["prepend", "append"], path: str | Mapping[str, str], text: str | None
+    ) -> None:
         if isinstance(path, Mapping):
             if text is not None:
                 raise TypeError(f"a batch {verb} takes only the {{path: text}} dict")

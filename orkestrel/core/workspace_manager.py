@@ -9,7 +9,7 @@ manager emits nothing: each workspace owns its own emitter.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 from .emitter import ErrorHandler
 from .workspace import Workspace, WorkspaceListeners, WorkspaceSeed
@@ -80,27 +80,31 @@ class WorkspaceManager:
         """Every workspace, in insertion order."""
         return tuple(self._workspaces.values())
 
-    def add(self, input: WorkspaceInput | None = None, /, **options: Any) -> Workspace:
+    def add(
+        self, input: WorkspaceInput | None = None, /, **options: Unpack[WorkspaceInput]
+    ) -> Workspace:
         """Create, register and return a workspace from ``input`` (or the same keywords).
 
         ``input`` may give ``id``, ``on``, ``error`` and ``seed``. The manager's default ``on``
         / ``error`` apply unless given; an existing id is overwritten. When no workspace is
         active (the first add), the new one becomes active.
         """
+        # Read as a plain mapping: a caller's mapping may hold unknown keys (refused below).
+        fields: Mapping[str, Any] = options
         if input is not None:
             if options:
                 raise TypeError("add takes an input mapping or keywords, not both")
             if not isinstance(input, Mapping):
                 raise TypeError(f"input must be a mapping, not {type(input).__name__}")
-            options = dict(input)
-        unknown = set(options) - _INPUT_KEYS
+            fields = dict(input)
+        unknown = set(fields) - _INPUT_KEYS
         if unknown:
             raise TypeError(f"unknown workspace input field(s): {sorted(unknown)}")
         workspace = Workspace(
-            id=options.get("id"),
-            on=options["on"] if options.get("on") is not None else self._on,
-            error=options["error"] if options.get("error") is not None else self._error,
-            seed=options.get("seed"),
+            id=fields.get("id"),
+            on=fields["on"] if fields.get("on") is not None else self._on,
+            error=fields["error"] if fields.get("error") is not None else self._error,
+            seed=fields.get("seed"),
         )
         self._workspaces[workspace.id] = workspace
         if self._active is None:
@@ -151,7 +155,7 @@ class WorkspaceManager:
             return self.switch(id)
         if not is_workspace_snapshot(snapshot):
             return None
-        self.add(id=id, seed=snapshot["files"])  # type: ignore[index]
+        self.add(id=id, seed=snapshot["files"])
         return self.switch(id)
 
     async def save(self, id: str) -> bool:

@@ -8,9 +8,12 @@ with no expiry: a snapshot lives until it is deleted.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from .files import File, FileDict, file_to_dict, is_file
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # ``typing.TypeIs`` from Python 3.13
 
 __all__ = [
     "MemoryWorkspaceStore",
@@ -28,7 +31,7 @@ class WorkspaceSnapshot(TypedDict):
     files: list[FileDict]
 
 
-def is_workspace_snapshot(value: object) -> bool:
+def is_workspace_snapshot(value: object) -> TypeIs[WorkspaceSnapshot]:
     """Whether ``value`` is a ``WorkspaceSnapshot`` (string ``id``, a list of valid files).
 
     Total: any malformed shape is ``False``, never an exception.

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Mapping
-from json import loads
-from typing import Any, Final, Unpack
+from typing import Any, Final, Literal, Unpack
 
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
@@ -31,7 +30,7 @@ from orkestrel.core.provider import (
 from orkestrel.core.usage import TokenUsage
 
 from .base import ErrorFactory, HttpProvider, HttpProviderOptions, PendingCall, Turn
-from .wire import link_tool_messages, think_level, to_image
+from .wire import decode_json, link_tool_messages, think_level, to_image
 
 __all__ = ["ANTHROPIC_THINKING_BUDGETS", "ANTHROPIC_VERSION", "SCHEMA_TOOL", "AnthropicProvider"]
 
@@ -49,6 +48,8 @@ ANTHROPIC_THINKING_BUDGETS: Final[Mapping[ThinkingLevel, int]] = {
 SCHEMA_TOOL: Final = "json_response"
 _CACHE_SIZE: Final = 256
 _RETRYABLE_ERRORS: Final = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+# What each content block index holds ("json": the forced schema tool carrying the answer).
+_BlockKind = Literal["text", "thinking", "redacted", "json", "tool", "other"]
 
 
 class _AnthropicTurn(Turn):
@@ -57,7 +58,7 @@ class _AnthropicTurn(Turn):
     def __init__(self, error: ErrorFactory, schema: bool) -> None:
         super().__init__(error)
         self.schema = schema
-        self.kinds: dict[int, str] = {}
+        self.kinds: dict[int, _BlockKind] = {}
         # Thinking / redacted blocks by index, kept to send back with a tool-use turn.
         self.blocks: dict[int, dict[str, Any]] = {}
         self.answer: list[str] | None = None
@@ -66,7 +67,7 @@ class _AnthropicTurn(Turn):
 
     def feed(self, payload: bytes, out: list[ProviderStreamItem]) -> None:
         try:
-            event = loads(payload)
+            event = decode_json(payload)
             kind = event["type"]
             if kind == "content_block_delta":
                 self._delta(event["index"], event["delta"], out)

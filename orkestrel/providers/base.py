@@ -9,9 +9,9 @@ keyed by position, usage and the stop reason.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, ClassVar, Required, TypedDict
+from typing import Any, ClassVar, Literal, Protocol, Required, TypedDict
 
 import httpx
 
@@ -31,11 +31,31 @@ from orkestrel.core.think import create_think_splitter
 from orkestrel.core.usage import TokenUsage
 
 from .http import ExchangeAborted, ProviderHttp
-from .wire import NDJSONDecoder, SSEDecoder, parse_arguments, to_messages, to_options, to_tools
+from .wire import (
+    MAX_LINE_BYTES,
+    LineTooLong,
+    NDJSONDecoder,
+    SSEDecoder,
+    parse_arguments,
+    to_messages,
+    to_options,
+    to_tools,
+)
 
 __all__ = ["ErrorFactory", "HttpProvider", "PendingCall", "Turn"]
 
-ErrorFactory = Callable[..., ProviderError]
+
+class ErrorFactory(Protocol):
+    """Builds this provider's ``ProviderError`` (``ProviderHttp.error``: named, redacted)."""
+
+    def __call__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: str | None = None,
+        retryable: bool = False,
+    ) -> ProviderError: ...
 
 
 class PendingCall:
@@ -152,8 +172,12 @@ class Turn:
 def _number(field: str, value: object, *, allow_none: bool = False, minimum: float = 0.0) -> None:
     if value is None and allow_none:
         return
-    valid = isinstance(value, int | float) and not isinstance(value, bool)
-    if not valid or not math.isfinite(value) or value < minimum:  # type: ignore[arg-type]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < minimum
+    ):
         raise ValueError(f"{field} must be a finite number >= {minimum}, not {value!r}")
 
 
@@ -174,6 +198,7 @@ class HttpProviderOptions(TypedDict, total=False):
     id: str | None
     name: str | None
     format: ContextFormat | None
+    max_line_bytes: int
 
 
 class HttpProvider:
@@ -182,7 +207,7 @@ class HttpProvider:
     default_name: ClassVar[str] = "http"
     default_base_url: ClassVar[str] = ""
     path: ClassVar[str] = ""
-    framing: ClassVar[str] = "sse"
+    framing: ClassVar[Literal["sse", "ndjson"]] = "sse"
 
     def __init__(
         self,
@@ -201,6 +226,7 @@ class HttpProvider:
         id: str | None = None,
         name: str | None = None,
         format: ContextFormat | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError("model must be a non-empty string")
@@ -229,6 +255,11 @@ class HttpProvider:
                 raise TypeError(f"{field} must be a non-empty string or None")
         if format is not None and not isinstance(format, ContextFormat):
             raise TypeError("format must be a ContextFormat or None")
+        if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int):
+            raise TypeError(f"max_line_bytes must be an int, not {max_line_bytes!r}")
+        if max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be >= 1, not {max_line_bytes!r}")
+        self._max_line = max_line_bytes
         self._model = model
         self._base_url = base_url.rstrip("/")
         self._name = name or self.default_name
@@ -334,12 +365,13 @@ class HttpProvider:
         signal: AbortSignal,
         tools: Sequence[ToolDefinition] | None = None,
         options: ProviderStreamOptions | None = None,
-    ) -> AsyncIterator[ProviderStreamItem]:
+    ) -> AsyncGenerator[ProviderStreamItem, None]:
         """Stream one turn: ``ContentDelta`` / ``ThinkingDelta`` items, then the result.
 
         Raises:
             ProviderAbortError: the signal fired; ``partial`` holds what streamed so far.
-            ProviderError: HTTP failure, broken connection or malformed stream.
+            ProviderError: HTTP failure, broken connection, malformed stream, or a line
+                longer than ``max_line_bytes``.
         """
         if not isinstance(signal, AbortSignal):
             raise TypeError("signal must be an AbortSignal")
@@ -350,7 +382,8 @@ class HttpProvider:
         body = self._body(to_messages(messages), to_tools(tools), wire_options)
         if self._extra:
             body.update(self._extra)
-        decoder = NDJSONDecoder() if self.framing == "ndjson" else SSEDecoder()
+        limit = self._max_line
+        decoder = NDJSONDecoder(limit) if self.framing == "ndjson" else SSEDecoder(limit)
         exchange = self._http.open(body, signal)
         out: list[ProviderStreamItem] = []
         feed = turn.feed
@@ -378,6 +411,9 @@ class HttpProvider:
             result = turn.result()
         except ExchangeAborted:
             raise ProviderAbortError(turn.result(strict=False), signal.reason) from None
+        except LineTooLong as error:
+            # A server that never ends its line: stop reading instead of buffering forever.
+            raise self._http.error(str(error)) from None
         finally:
             await exchange.aclose()
         self._settled(turn, result)

@@ -28,6 +28,8 @@ import httpx
 from orkestrel.core.abort import AbortSignal
 from orkestrel.core.errors import ProviderError
 
+from .wire import scrub_text
+
 __all__ = ["EXCERPT_LIMIT", "Exchange", "ExchangeAborted", "ProviderHttp", "retry_after"]
 
 # How much of an error body is kept on a ProviderError (characters) and read (bytes).
@@ -142,10 +144,10 @@ class ProviderHttp:
         body: str | None = None,
         retryable: bool = False,
     ) -> ProviderError:
-        """A ``ProviderError`` for this provider, redacted."""
-        excerpt = None if body is None else self.redact(_squeeze(body))
+        """A ``ProviderError`` for this provider, redacted (and free of lone surrogates)."""
+        excerpt = None if body is None else self.redact(_squeeze(scrub_text(body)))
         return ProviderError(
-            f"{self.provider}: {self.redact(message)}",
+            f"{self.provider}: {self.redact(scrub_text(message))}",
             provider=self.provider,
             status=status,
             body=excerpt,
@@ -179,8 +181,10 @@ def _detail(body: str) -> str:
         error = data.get("error", data)
         if isinstance(error, str):
             return error
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
+        if isinstance(error, dict):
+            message = error.get("message")
+            if isinstance(message, str):
+                return message
     return body
 
 

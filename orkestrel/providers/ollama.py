@@ -9,7 +9,6 @@ last line has ``done: true``, ``done_reason`` and the counts ``prompt_eval_count
 from __future__ import annotations
 
 from collections.abc import Mapping
-from json import loads
 from typing import Any, Final
 
 from orkestrel.core.messages import Message
@@ -22,7 +21,7 @@ from orkestrel.core.provider import (
 from orkestrel.core.usage import sanitize_usage
 
 from .base import HttpProvider, PendingCall, Turn
-from .wire import link_tool_messages, think_level, to_image
+from .wire import decode_json, link_tool_messages, think_level, to_image
 
 __all__ = ["OLLAMA_THINK_VALUES", "OllamaProvider"]
 
@@ -43,7 +42,7 @@ class _OllamaTurn(Turn):
 
     def feed(self, payload: bytes, out: list[ProviderStreamItem]) -> None:
         try:
-            event = loads(payload)
+            event = decode_json(payload)
         except ValueError:
             raise self.malformed(payload) from None
         if type(event) is not dict:

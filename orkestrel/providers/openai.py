@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from json import loads
 from typing import Any, Final, Unpack
 
 from orkestrel.core.messages import Message
@@ -24,7 +23,7 @@ from orkestrel.core.provider import (
 from orkestrel.core.usage import sanitize_usage
 
 from .base import HttpProvider, HttpProviderOptions, PendingCall, Turn
-from .wire import link_tool_messages, think_level, to_image
+from .wire import decode_json, link_tool_messages, think_level, to_image
 
 __all__ = ["OPENAI_REASONING_EFFORTS", "OpenAIProvider"]
 
@@ -56,7 +55,7 @@ class _OpenAITurn(Turn):
             self.done = True
             return
         try:
-            event = loads(payload)
+            event = decode_json(payload)
         except ValueError:
             raise self.malformed(payload) from None
         if type(event) is not dict:
@@ -208,6 +207,8 @@ class OpenAIProvider(HttpProvider):
         id: The trace label (default ``"<name>:<model>"``).
         name: The backend identifier used in errors (default ``"openai"``).
         format: The provider's preferred context framing.
+        max_line_bytes: The longest stream line (or SSE event) accepted, in bytes (default
+            ``MAX_LINE_BYTES``, 1 MiB); a longer one fails the call with a ``ProviderError``.
         include_usage: Ask for usage with ``stream_options`` (turn off for servers that refuse).
     """
 

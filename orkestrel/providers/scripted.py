@@ -13,7 +13,7 @@ import inspect
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from orkestrel.core.abort import AbortSignal
 from orkestrel.core.errors import ProviderAbortError, ProviderError
@@ -205,6 +205,15 @@ async def _sleep(seconds: float, signal: AbortSignal) -> None:
         signal.remove_listener(listener)
 
 
+class ScriptedOptions(TypedDict, total=False):
+    """The keyword options of ``ScriptedProvider`` (after its ``script``)."""
+
+    name: str
+    id: str | None
+    format: ContextFormat | None
+    fallback: ScriptedFallback | None
+
+
 class ScriptedProvider:
     """A ``Provider`` that plays ``script`` turn by turn and records every call.
 
@@ -246,7 +255,9 @@ class ScriptedProvider:
         self.calls: list[ScriptedCall] = []
 
     @classmethod
-    def from_texts(cls, texts: Sequence[str], **kwargs: Any) -> ScriptedProvider:
+    def from_texts(
+        cls, texts: Sequence[str], **kwargs: Unpack[ScriptedOptions]
+    ) -> ScriptedProvider:
         """A provider answering each call with the next of ``texts``."""
         if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
             raise TypeError("texts must be a list of strings")
@@ -366,8 +377,10 @@ class ScriptedProvider:
         if turn.error is not None:
             raise turn.error
         thinking = "".join(native) + splitter.thinking
+        # The turn's own result holds its normalized calls and usage.
+        done = turn._result
         yield ProviderResult(
-            splitter.content, thinking or None, turn.tools, turn.usage, turn.stop_reason
+            splitter.content, thinking or None, done.tools, done.usage, done.stop_reason
         )
 
     async def _next_turn(self, messages: tuple[Message, ...]) -> ScriptedTurn:

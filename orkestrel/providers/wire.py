@@ -1,12 +1,18 @@
 """What the three wire protocols share: framing decoders and message / option mapping helpers.
 
 Kept allocation-light on purpose: the decoders run once per network chunk and hand back raw
-``bytes`` payloads, so each event costs one ``json.loads`` in the provider and nothing more.
+``bytes`` payloads, so each event costs one ``decode_json`` in the provider and nothing more.
+
+Model text is untrusted even once it parses: JSON lets a server send half a surrogate pair
+(``"\\ud83d"`` alone), which Python decodes to a lone surrogate that no UTF-8 encoder accepts.
+``decode_json`` and ``parse_arguments`` replace each one with U+FFFD, so every string a provider
+hands on (content, thinking, tool names and arguments, error text) encodes cleanly.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -20,12 +26,16 @@ from orkestrel.core.provider import (
 )
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "Image",
+    "LineTooLong",
     "NDJSONDecoder",
     "SSEDecoder",
     "ToolLink",
+    "decode_json",
     "link_tool_messages",
     "parse_arguments",
+    "scrub_text",
     "think_level",
     "to_image",
     "to_messages",
@@ -34,68 +44,174 @@ __all__ = [
 ]
 
 _DATA: Final = b"data:"
+# The longest line (bytes, without its newline) a decoder holds before refusing the stream:
+# a server that never sends a newline must not grow the buffer without bound.
+MAX_LINE_BYTES: Final = 1 << 20
 
 
-class SSEDecoder:
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# Only these can decode to a surrogate: a ``\\uD800``-``\\uDFFF`` escape, or the raw bytes
+# ``ED A0``-``ED BF`` (``json.loads`` decodes bytes with ``surrogatepass``). A cheap test on the
+# payload, so a clean event (nearly every one) is never walked.
+_SURROGATE_HINTS: Final = (b"\\ud", b"\\uD", b"\xed")
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (the same object when it has none)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _scrub(value: object) -> object:
+    # A decoded JSON value with every string (keys included) scrubbed.
+    if type(value) is str:
+        return scrub_text(value)
+    if type(value) is dict:
+        return {scrub_text(key): _scrub(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_scrub(item) for item in value]
+    return value
+
+
+def decode_json(payload: bytes | str) -> Any:
+    """``json.loads`` of one event, with any lone surrogate in its strings made U+FFFD.
+
+    Raises:
+        ValueError: the payload is not JSON.
+    """
+    value = json.loads(payload)
+    if isinstance(payload, str):
+        suspect = "\\ud" in payload or "\\uD" in payload or not payload.isascii()
+    else:
+        suspect = any(hint in payload for hint in _SURROGATE_HINTS)
+    return _scrub(value) if suspect else value
+
+
+class LineTooLong(ValueError):
+    """A framed line (or one SSE event's data) grew past the decoder's ``max_line``."""
+
+    def __init__(self, limit: int, what: str = "a line") -> None:
+        super().__init__(f"provider sent {what} longer than {limit} bytes")
+        self.limit = limit
+
+
+class _Lines:
+    """Splits a byte stream into lines in linear time, holding at most ``max_line`` bytes.
+
+    The unfinished tail is kept as a list of parts and joined once, when its newline arrives:
+    each byte is scanned a bounded number of times however the body is cut.
+    """
+
+    __slots__ = ("_held", "_parts", "max_line")
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        if isinstance(max_line, bool) or not isinstance(max_line, int) or max_line < 1:
+            raise ValueError(f"max_line must be a positive int, not {max_line!r}")
+        self.max_line = max_line
+        self._parts: list[bytes] = []
+        self._held = 0
+
+    def _lines(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes (without their ``\\n``); the rest is held."""
+        end = chunk.find(b"\n")
+        if end < 0:
+            if chunk:
+                self._hold(chunk)
+            return []
+        if self._parts:
+            self._parts.append(chunk[:end])
+            first = b"".join(self._parts)
+            self._parts = []
+            self._held = 0
+            lines = [first, *chunk[end + 1 :].split(b"\n")]
+        else:
+            lines = chunk.split(b"\n")
+        tail = lines.pop()
+        limit = self.max_line
+        for line in lines:
+            if len(line) > limit:
+                raise LineTooLong(limit)
+        if tail:
+            self._hold(tail)
+        return lines
+
+    def _hold(self, part: bytes) -> None:
+        self._held += len(part)
+        if self._held > self.max_line:
+            raise LineTooLong(self.max_line)
+        self._parts.append(part)
+
+    def _rest(self) -> bytes:
+        """The held, unfinished line (emptied)."""
+        rest = b"".join(self._parts)
+        self._parts = []
+        self._held = 0
+        return rest
+
+
+class SSEDecoder(_Lines):
     """Server-sent events → the ``data`` payload of each event, as bytes.
 
     ``event:`` / ``id:`` / ``retry:`` fields and ``:`` comments are dropped: the protocols
     here repeat the event name inside the JSON ``type``. Multi-line data joins with ``\\n``.
+    A line, or an event's joined data, longer than ``max_line`` bytes raises ``LineTooLong``.
     """
 
-    __slots__ = ("_data", "_tail")
+    __slots__ = ("_data", "_size")
 
-    def __init__(self) -> None:
-        self._tail = b""
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        super().__init__(max_line)
         self._data: list[bytes] = []
+        self._size = 0
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Consume one network chunk; return the payloads of the events it completed."""
-        if self._tail:
-            chunk = self._tail + chunk
-        lines = chunk.split(b"\n")
-        self._tail = lines.pop()
         events: list[bytes] = []
         data = self._data
-        for line in lines:
+        size = self._size
+        limit = self.max_line
+        for line in self._lines(chunk):
             if line and line[-1] == 13:  # b"\r"
                 line = line[:-1]
             if not line:
                 if data:
                     events.append(data[0] if len(data) == 1 else b"\n".join(data))
                     data = []
+                    size = 0
             elif line.startswith(_DATA):
                 value = line[5:]
-                data.append(value[1:] if value[:1] == b" " else value)
+                value = value[1:] if value[:1] == b" " else value
+                size += len(value) + 1
+                if size > limit:
+                    raise LineTooLong(limit, "an event")
+                data.append(value)
         self._data = data
+        self._size = size
         return events
 
     def flush(self) -> list[bytes]:
         """Settle the end of the body: a last event missing its blank line still counts."""
-        events = self.feed(b"\n\n") if self._tail or self._data else []
-        self._tail = b""
+        events = self.feed(b"\n\n") if self._parts or self._data else []
+        self._rest()
         return events
 
 
-class NDJSONDecoder:
-    """Newline-delimited JSON → one payload per non-blank line, as bytes."""
+class NDJSONDecoder(_Lines):
+    """Newline-delimited JSON → one payload per non-blank line, as bytes.
 
-    __slots__ = ("_tail",)
+    A line longer than ``max_line`` bytes raises ``LineTooLong``.
+    """
 
-    def __init__(self) -> None:
-        self._tail = b""
+    __slots__ = ()
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Consume one network chunk; return the complete lines it finished."""
-        if self._tail:
-            chunk = self._tail + chunk
-        lines = chunk.split(b"\n")
-        self._tail = lines.pop()
-        return [line for line in lines if line.strip()]
+        return [line for line in self._lines(chunk) if line.strip()]
 
     def flush(self) -> list[bytes]:
         """Settle the end of the body: a last line without its newline still counts."""
-        tail, self._tail = self._tail, b""
+        tail = self._rest()
         return [tail] if tail.strip() else []
 
 
@@ -232,9 +348,9 @@ def parse_arguments(raw: object) -> dict[str, Any] | None:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = decode_json(raw)
         if isinstance(value, str):
-            value = json.loads(value)
+            value = decode_json(value)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from collections.abc import Callable
@@ -377,3 +378,90 @@ def test_retry_after_reads_seconds_milliseconds_and_http_dates() -> None:
     assert retry_after(date, now=1445412480.0) == 10.0
     assert retry_after(httpx.Headers({"retry-after": "soon"})) is None
     assert retry_after(httpx.Headers({})) is None
+
+
+# -- hostile wire: lone surrogates and lines that never end -------------------------------------
+
+MARK = b"SURROGATE"
+# Half a surrogate pair as a JSON escape (json.loads accepts it) and as raw bytes.
+LONE = [b"\\ud83d", b"\\uDE00", b"\xed\xa0\xbd"]
+
+
+def plant(frames: list[bytes], replacement: bytes) -> list[bytes]:
+    """``frames`` with each ``MARK`` swapped for raw wire bytes (a JSON encoder would refuse)."""
+    return [frame.replace(MARK, replacement) for frame in frames]
+
+
+def rechunk(frames: list[bytes], size: int) -> list[bytes]:
+    body = b"".join(frames)
+    return [body[at : at + size] for at in range(0, len(body), size)]
+
+
+@pytest.mark.parametrize("lone", LONE, ids=["escape", "escape-upper", "raw-bytes"])
+async def test_a_lone_surrogate_in_streamed_text_arrives_as_the_replacement_character(
+    protocol: Protocol, stub: StubServer, lone: bytes
+) -> None:
+    stub.enqueue(Reply(plant(protocol.frames(["a", "b" + MARK.decode() + "c"], True), lone)))
+    deltas, result = await collect(build(protocol, stub))
+    assert deltas == [ContentDelta("a"), ContentDelta("b\ufffdc")]
+    assert result.content == "ab\ufffdc"
+    json.dumps([result.content, *(d.text for d in deltas)], ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("lone", LONE, ids=["escape", "escape-upper", "raw-bytes"])
+async def test_a_lone_surrogate_in_a_tool_call_name_or_arguments_becomes_the_replacement(
+    protocol: Protocol, stub: StubServer, lone: bytes
+) -> None:
+    calls = [("c1", "look" + MARK.decode(), {"q": "x" + MARK.decode()})]
+    stub.enqueue(Reply(plant(list(reply(protocol.name, calls=calls).chunks), lone)))
+    _, result = await collect(build(protocol, stub))
+    assert result.tools == (ToolCall("c1", "look\ufffd", {"q": "x\ufffd"}),)
+    json.dumps([call.to_dict() for call in result.tools], ensure_ascii=False).encode()
+
+
+async def test_a_lone_surrogate_in_an_error_body_is_replaced_in_the_error(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    body = b'{"error": {"message": "bad \\ud83d input", "type": "invalid_request_error"}}'
+    stub.enqueue(Reply([body], status=400, content_type="application/json"))
+    with pytest.raises(ProviderError) as caught:
+        await collect(build(protocol, stub))
+    assert "HTTP 400: bad \ufffd input" in str(caught.value)
+    str(caught.value).encode()
+    assert caught.value.body is not None
+    caught.value.body.encode()
+
+
+async def test_an_endless_line_ends_the_stream_with_a_provider_error_quickly(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    # 4 MiB without a newline, then the connection stays open: it never ends on its own.
+    stub.enqueue(Reply([b"data: " + b"a" * 65536, *[b"a" * 65536] * 64], hold=True))
+    started = time.monotonic()
+    async with asyncio.timeout(10):
+        with pytest.raises(ProviderError, match="line longer than 1048576 bytes") as caught:
+            await collect(build(protocol, stub))
+    assert time.monotonic() - started < 5.0
+    assert caught.value.provider == protocol.name
+    assert await asyncio.to_thread(stub.closed.wait, 5)
+
+
+async def test_a_5_mb_line_needs_a_raised_cap_and_then_streams_whole(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    big = "x" * 5_000_000
+    chunks = rechunk(protocol.frames([big], True), 4096)
+    stub.enqueue(Reply(chunks), Reply(chunks))
+    with pytest.raises(ProviderError, match="longer than 1048576 bytes"):
+        await collect(build(protocol, stub))
+    deltas, result = await collect(build(protocol, stub, max_line_bytes=8 << 20))
+    assert result.content == big
+    assert deltas == [ContentDelta(big)]
+
+
+@pytest.mark.parametrize(("value", "error"), [(0, ValueError), (True, TypeError), ("1", TypeError)])
+def test_a_bad_line_cap_names_the_field(
+    protocol: Protocol, value: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="max_line_bytes"):
+        protocol.make(model="m", base_url="http://h", max_line_bytes=value)

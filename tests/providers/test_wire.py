@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,11 +12,15 @@ from hypothesis import strategies as st
 from orkestrel.core.messages import create_message
 from orkestrel.core.provider import ProviderStreamOptions, ToolDefinition
 from orkestrel.providers.wire import (
+    MAX_LINE_BYTES,
+    LineTooLong,
     NDJSONDecoder,
     SSEDecoder,
     ToolLink,
+    decode_json,
     link_tool_messages,
     parse_arguments,
+    scrub_text,
     to_image,
     to_options,
     to_tools,
@@ -153,3 +160,100 @@ def test_tools_accept_definitions_or_mappings() -> None:
     ]
     with pytest.raises(TypeError, match="tools"):
         to_tools([{"description": "nameless"}])
+
+
+# -- hostile wire: line caps, linear buffering, lone surrogates -----------------------------------
+
+
+def test_the_default_line_cap_is_one_mebibyte() -> None:
+    assert MAX_LINE_BYTES == 1048576
+    assert SSEDecoder().max_line == NDJSONDecoder().max_line == MAX_LINE_BYTES
+
+
+@pytest.mark.parametrize("decoder", [SSEDecoder, NDJSONDecoder])
+def test_a_line_at_the_cap_passes_and_one_byte_more_is_refused(decoder: type[SSEDecoder]) -> None:
+    line = b"data:" + b"x" * 5  # 10 bytes
+    assert decoder(max_line=10).feed(line + b"\n\n") in ([b"xxxxx"], [line])
+    with pytest.raises(LineTooLong, match="provider sent a line longer than 9 bytes"):
+        decoder(max_line=9).feed(line + b"\n\n")
+    held = decoder(max_line=10)
+    assert held.feed(line) == []  # an unfinished line at the cap is still held
+    with pytest.raises(LineTooLong, match="longer than 10 bytes"):
+        held.feed(b"x")
+
+
+@pytest.mark.parametrize("decoder", [SSEDecoder, NDJSONDecoder])
+def test_an_endless_line_is_refused_once_it_outgrows_the_cap(decoder: type[SSEDecoder]) -> None:
+    endless = decoder()
+    with pytest.raises(LineTooLong, match="line longer than 1048576 bytes"):
+        for _ in range(32 * 1024):  # 32 MiB, never a newline
+            endless.feed(b"a" * 1024)
+
+
+def test_an_sse_event_whose_data_lines_outgrow_the_cap_is_refused() -> None:
+    decoder = SSEDecoder(max_line=100)
+    with pytest.raises(LineTooLong, match="provider sent an event longer than 100 bytes"):
+        for _ in range(100):
+            decoder.feed(b"data: 0123456789\n")  # short lines, but no blank line ever
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 1.5])
+def test_a_bad_line_cap_is_refused(value: object) -> None:
+    with pytest.raises(ValueError, match="max_line"):
+        SSEDecoder(max_line=value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("decoder", "head", "end", "out"),
+    [(SSEDecoder, b"data: ", b"\n\n", b""), (NDJSONDecoder, b"", b"\n", b"")],
+)
+def test_a_5_mb_line_in_10_000_chunks_decodes_in_linear_time(
+    decoder: type[SSEDecoder], head: bytes, end: bytes, out: bytes
+) -> None:
+    piece = b"y" * 500
+    chosen = decoder(max_line=8 << 20)
+    started = time.perf_counter()
+    events = chosen.feed(head)
+    for _ in range(10_000):
+        events += chosen.feed(piece)
+    events += chosen.feed(end) + chosen.flush()
+    elapsed = time.perf_counter() - started
+    assert events == [piece * 10_000]
+    assert elapsed < 0.5, f"decoding took {elapsed:.2f}s: the buffer is rescanned per chunk"
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
+def test_a_tight_cap_still_decodes_the_same_however_the_body_is_cut(cuts: list[int]) -> None:
+    decoder = SSEDecoder(max_line=max(len(line) for line in SSE_BODY.split(b"\n")))
+    events = [event for piece in split(SSE_BODY, cuts) for event in decoder.feed(piece)]
+    assert events + decoder.flush() == SSE_EVENTS
+
+
+@pytest.mark.parametrize(
+    ("payload", "value"),
+    [
+        (b'{"t": "a\\ud83db"}', {"t": "a\ufffdb"}),
+        (b'{"t": "\\uDE00"}', {"t": "\ufffd"}),
+        (b'{"t": "\xed\xa0\xbd"}', {"t": "\ufffd"}),
+        (b'{"\\ud83d": ["\\ud83d", {"k": "\\udc00!"}]}', {"\ufffd": ["\ufffd", {"k": "\ufffd!"}]}),
+        (b'{"t": "\\ud83d\\ude00"}', {"t": "\U0001f600"}),  # a whole pair is kept
+        (b'{"t": "\\\\ud83d"}', {"t": "\\ud83d"}),  # an escaped backslash is plain text
+        ('{"t": "\\ud83d"}', {"t": "\ufffd"}),
+    ],
+)
+def test_decode_json_replaces_each_lone_surrogate(payload: bytes | str, value: object) -> None:
+    decoded = decode_json(payload)
+    assert decoded == value
+    json.dumps(decoded, ensure_ascii=False).encode()
+
+
+def test_scrub_text_keeps_clean_text_as_is() -> None:
+    clean = "caf\u00e9 \U0001f600"
+    assert scrub_text(clean) is clean
+    assert scrub_text("a\ud83d\udc00b") == "a\ufffd\ufffdb"  # two halves, two replacements
+
+
+def test_tool_arguments_with_a_lone_surrogate_parse_to_the_replacement() -> None:
+    assert parse_arguments('{"q": "\\ud83d"}') == {"q": "\ufffd"}
+    assert parse_arguments(json.dumps('{"q": "\\ud83d"}')) == {"q": "\ufffd"}
+    assert parse_arguments('{"q": "\ud83d"}') == {"q": "\ufffd"}

@@ -1,0 +1,1 @@
+"""The REST API for integrations (DRF): API keys, conversations, runs over SSE, workspaces."""

@@ -1,0 +1,50 @@
+"""What every API view shares: errors rendered as JSON, the run service, the user's id."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from orkestrel.protocol import encode_text
+
+from ..runs import RunService, run_service
+
+__all__ = ["JsonErrors", "deferred_json", "user_id"]
+
+
+def user_id(request: Request) -> int:
+    """The authenticated user's primary key (every API view requires authentication)."""
+    return int(request.user.pk)
+
+
+def deferred_json(body: Callable[[], Awaitable[dict[str, Any]]]) -> StreamingHttpResponse:
+    """A JSON response whose body is awaited after the view returned.
+
+    A sync view must not block on a run: under ASGI every sync view and every database hop
+    shares one thread, so a view waiting there would wait for itself. The response goes out
+    when ``body`` resolves, on the event loop.
+    """
+
+    async def chunks() -> AsyncIterator[str]:
+        yield encode_text(await body())
+
+    return StreamingHttpResponse(chunks(), content_type="application/json")
+
+
+class JsonErrors(APIView):
+    """Errors answer JSON, even to a request that asked for an event stream."""
+
+    service: RunService = run_service
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        renderer = JSONRenderer()
+        response.accepted_renderer = renderer
+        response.accepted_media_type = renderer.media_type
+        return response

@@ -1,0 +1,257 @@
+"""``/api/conversations/``: the user's conversations, their messages, sections and runs.
+
+Every lookup goes through the conversation services, which answer 404 for a conversation the
+user does not own. Sending a message stores it durably before anything is answered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.db.models import QuerySet
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import CursorPagination
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from conversations import services
+from conversations.models import Conversation
+from orkestrel.protocol import FrameError, Limits, check_image
+
+from ..runs import Busy
+from ..runtime.spec import NoProfileError
+from .base import JsonErrors, deferred_json, user_id
+from .errors import Conflict
+from .events import EVENT_STREAM_RESPONSE
+from .runs import run_body, settled_body
+from .serializers import (
+    CompactSerializer,
+    ConversationSerializer,
+    ConversationUpdateSerializer,
+    MessageCreateSerializer,
+    RunSerializer,
+)
+from .sse import EventStreamRenderer, event_stream
+
+__all__ = ["ConversationViewSet"]
+
+
+class NewestFirst(CursorPagination):
+    ordering = ("-created", "-id")
+
+
+def _conversation(request: Request, pk: str) -> Conversation:
+    return services.get_conversation(user=request.user, conversation_id=pk)
+
+
+class ConversationViewSet(
+    JsonErrors,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet[Conversation],
+):
+    """The user's conversations, newest first."""
+
+    serializer_class = ConversationSerializer
+    pagination_class = NewestFirst
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self) -> QuerySet[Conversation]:
+        return Conversation.objects.filter(owner_id=user_id(self.request)).select_related("profile")
+
+    def get_object(self) -> Conversation:
+        return _conversation(self.request, self.kwargs["pk"])
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        conversation = self.get_object()
+        return Response(self._body(conversation))
+
+    def _body(self, conversation: Conversation) -> dict[str, Any]:
+        readout = services.context_readout(user=self.request.user, conversation_id=conversation.pk)
+        context = {**self.get_serializer_context(), "readouts": {conversation.pk: readout}}
+        return dict(ConversationSerializer(conversation, context=context).data)
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = ConversationSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        conversation = services.create_conversation(
+            user=request.user,
+            profile=serializer.validated_data.get("profile"),
+            title=serializer.validated_data.get("title", ""),
+        )
+        return Response(self._body(conversation), status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ConversationUpdateSerializer, responses=ConversationSerializer)
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = ConversationUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        conversation = services.rename_conversation(
+            user=request.user,
+            conversation_id=self.kwargs["pk"],
+            title=serializer.validated_data["title"],
+        )
+        return Response(self._body(conversation))
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        services.delete_conversation(user=request.user, conversation_id=self.kwargs["pk"])
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    # -- messages -----------------------------------------------------------------------------
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The conversation's transcript",
+        description=(
+            "The folded sections' summaries and the newest page of the live tail, in order. "
+            "`earlier` counts the live messages before the page; pass `before=<the first "
+            "message's id>` to page back."
+        ),
+        parameters=[OpenApiParameter("before", str, description="A message id to page back from.")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Send a message (starts a run)",
+        description=(
+            "Stores the user message, then starts a run. Answers `202` with the run at once; "
+            "with `?wait=true` when the run has settled (`200`); with `Accept: "
+            "text/event-stream` the run's events stream on the same response."
+        ),
+        request=MessageCreateSerializer,
+        parameters=[OpenApiParameter("wait", bool, description="Answer once the run settled.")],
+        responses={
+            202: RunSerializer,
+            200: RunSerializer,
+            409: OpenApiResponse(description="A reply is still running in this conversation."),
+            (200, "text/event-stream"): EVENT_STREAM_RESPONSE,
+        },
+    )
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        renderer_classes=[JSONRenderer, EventStreamRenderer],
+    )
+    def messages(self, request: Request, pk: str) -> Any:
+        if request.method == "GET":
+            return self._transcript(request, pk)
+        serializer = MessageCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        images = self._images(serializer.validated_data["images"])
+        content = serializer.validated_data["content"]
+        if not content.strip() and not images:
+            raise exceptions.ValidationError({"content": ["A message needs content or an image."]})
+        conversation = _conversation(request, pk)
+        try:
+            handle = async_to_sync(self.service.start)(
+                user_id=user_id(request),
+                conversation_id=str(conversation.pk),
+                content=content,
+                images=images,
+            )
+        except Busy as error:
+            raise Conflict(str(error)) from None
+        except NoProfileError as error:
+            raise exceptions.ValidationError({"profile": [str(error)]}) from None
+        if isinstance(request.accepted_renderer, EventStreamRenderer):
+            return event_stream(self.service.follow(handle.id))
+        if _truthy(request.query_params.get("wait")):
+            user = user_id(request)
+            return deferred_json(lambda: settled_body(user, handle.id))
+        body = run_body(request, handle.id)
+        response = Response(body, status=status.HTTP_202_ACCEPTED)
+        response["Location"] = reverse("api-run-detail", args=[handle.id])
+        return response
+
+    def _transcript(self, request: Request, pk: str) -> Response:
+        before = request.query_params.get("before")
+        if before:
+            page = services.earlier_messages(user=request.user, conversation_id=pk, before=before)
+            return Response({"sections": [], **page})
+        state = services.conversation_state(user=request.user, conversation_id=pk)
+        return Response(
+            {
+                "sections": state["sections"],
+                "messages": state["messages"],
+                "earlier": state["earlier"],
+            }
+        )
+
+    @staticmethod
+    def _images(images: list[str]) -> tuple[str, ...]:
+        limits = Limits.from_settings()
+        checked = []
+        for index, image in enumerate(images):
+            try:
+                checked.append(check_image(image, index, limits.max_image_bytes))
+            except FrameError as error:
+                raise exceptions.ValidationError({"images": [str(error)]}) from None
+        return tuple(checked)
+
+    # -- sections, compaction, search ---------------------------------------------------------
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="The folded sections")
+    @action(detail=True, methods=["get"])
+    def sections(self, request: Request, pk: str) -> Response:
+        state = services.conversation_state(user=request.user, conversation_id=pk)
+        return Response({"sections": state["sections"]})
+
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        summary="One section's originals",
+        operation_id="conversations_section_retrieve",
+    )
+    @action(detail=True, methods=["get"], url_path=r"sections/(?P<section_id>[^/]+)")
+    def section(self, request: Request, pk: str, section_id: str) -> Response:
+        messages = services.section_originals(
+            user=request.user, conversation_id=pk, section_id=section_id
+        )
+        return Response({"id": section_id, "messages": messages})
+
+    @extend_schema(
+        request=CompactSerializer,
+        responses={
+            200: OpenApiTypes.OBJECT,
+            409: OpenApiResponse(description="Busy or nothing to fold."),
+        },
+        summary="Fold older history into a summarized section now",
+    )
+    @action(detail=True, methods=["post"])
+    def compact(self, request: Request, pk: str) -> Response:
+        serializer = CompactSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        conversation = _conversation(request, pk)
+        try:
+            section = async_to_sync(self.service.compact)(
+                user_id=user_id(request),
+                conversation_id=str(conversation.pk),
+                focus=serializer.validated_data.get("focus") or None,
+            )
+        except Busy as error:
+            raise Conflict(str(error)) from None
+        if section is None:
+            raise Conflict("Nothing to fold yet.", code="nothing_to_compact")
+        return Response({"section": section})
+
+    @extend_schema(
+        parameters=[OpenApiParameter("q", str, required=True, description="Text to look for.")],
+        summary="Search the user's conversations (titles and messages)",
+    )
+    @action(detail=False, methods=["get"])
+    def search(self, request: Request) -> Response:
+        query = request.query_params.get("q", "").strip()
+        if not query:
+            raise exceptions.ValidationError({"q": ["Enter text to search for."]})
+        matches = services.list_conversations(user=request.user, query=query)
+        page = self.paginate_queryset(matches)
+        serializer = ConversationSerializer(page, many=True, context=self.get_serializer_context())
+        return self.get_paginated_response(serializer.data)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes")

@@ -1,0 +1,48 @@
+"""One error shape for the whole API: DRF's, always with a machine ``code``.
+
+Every error answers ``{"detail": "<message>", "code": "<code>"}``; a validation error adds
+``"errors"``, DRF's field → messages mapping. Django's ``Http404`` and ``PermissionDenied``
+raised by the services map to 404 and 403 like DRF's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+__all__ = ["Conflict", "exception_handler"]
+
+
+class Conflict(exceptions.APIException):
+    """The resource is busy (a run is already going on the conversation)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "A reply is still running in this conversation."
+    default_code = "busy"
+
+
+def _codes(detail: Any) -> str:
+    if isinstance(detail, exceptions.ErrorDetail):
+        return str(detail.code)
+    return "invalid"
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with Django validation errors mapped and the body in one shape."""
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        )
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    data = response.data
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = {"detail": "Invalid input.", "code": "invalid", "errors": data}
+    elif isinstance(data, dict) and "detail" in data:
+        response.data = {"detail": str(data["detail"]), "code": _codes(data["detail"])}
+    return response

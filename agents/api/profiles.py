@@ -1,0 +1,29 @@
+"""``/api/profiles/``: the agent profiles this user may use."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework import mixins, viewsets
+from rest_framework.pagination import CursorPagination
+
+from conversations.services import enabled_profiles
+
+from ..models import AgentProfile
+from .base import JsonErrors
+from .serializers import ProfileSerializer
+
+__all__ = ["ProfileViewSet"]
+
+
+class BySlug(CursorPagination):
+    ordering = ("slug",)
+
+
+class ProfileViewSet(JsonErrors, mixins.ListModelMixin, viewsets.GenericViewSet[AgentProfile]):
+    """The enabled agent profiles (a conversation's ``profile`` is one of their slugs)."""
+
+    serializer_class = ProfileSerializer
+    pagination_class = BySlug
+
+    def get_queryset(self) -> QuerySet[AgentProfile]:
+        return enabled_profiles()

@@ -1,0 +1,133 @@
+"""Request and response bodies of the REST API (one serializer per shape)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from agents.models import AgentProfile
+from conversations.models import Conversation
+from orkestrel.protocol import MAX_IMAGES
+
+__all__ = [
+    "CompactSerializer",
+    "ConversationSerializer",
+    "ConversationUpdateSerializer",
+    "MessageCreateSerializer",
+    "ProfileSerializer",
+    "RunSerializer",
+]
+
+
+class ProfileSerializer(serializers.ModelSerializer[AgentProfile]):
+    """An agent profile a user may pick."""
+
+    class Meta:
+        model = AgentProfile
+        fields = [
+            "slug",
+            "name",
+            "description",
+            "model",
+            "limit",
+            "timeout",
+            "token_budget",
+            "context_window",
+            "thinking",
+            "is_default",
+        ]
+        read_only_fields = fields
+
+
+class UsageSerializer(serializers.Serializer[Any]):
+    prompt = serializers.IntegerField()
+    completion = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
+class ContextSerializer(serializers.Serializer[Any]):
+    used = serializers.IntegerField(help_text="Estimated tokens the next request carries.")
+    window = serializers.IntegerField(allow_null=True, help_text="The profile's context window.")
+
+
+class ConversationSerializer(serializers.ModelSerializer[Conversation]):
+    """A conversation; ``profile`` is a profile's slug (the default profile when omitted)."""
+
+    profile = serializers.SlugRelatedField(
+        slug_field="slug",
+        queryset=AgentProfile.objects.filter(enabled=True),
+        required=False,
+        allow_null=True,
+    )
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    usage = serializers.SerializerMethodField()
+    context = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "profile", "created", "updated", "usage", "context"]
+        read_only_fields = ["id", "created", "updated", "usage", "context"]
+
+    @extend_schema_field(UsageSerializer)
+    def get_usage(self, conversation: Conversation) -> dict[str, int]:
+        return {
+            "prompt": conversation.usage_prompt,
+            "completion": conversation.usage_completion,
+            "total": conversation.usage_total,
+        }
+
+    @extend_schema_field(ContextSerializer(allow_null=True))
+    def get_context(self, conversation: Conversation) -> dict[str, Any] | None:
+        """The context meter; computed for one conversation, ``null`` in lists."""
+        readouts: dict[Any, dict[str, Any]] = self.context.get("readouts", {})
+        return readouts.get(conversation.pk)
+
+
+class ConversationUpdateSerializer(serializers.Serializer[Any]):
+    """A rename."""
+
+    title = serializers.CharField(max_length=200)
+
+
+class MessageCreateSerializer(serializers.Serializer[Any]):
+    """A user message: text and up to eight base64 images (PNG, JPEG, GIF or WebP)."""
+
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    images = serializers.ListField(
+        child=serializers.CharField(), required=False, default=list, max_length=MAX_IMAGES
+    )
+
+    def validate_content(self, value: str) -> str:
+        limit = settings.ORKESTREL["MAX_MESSAGE_CHARS"]
+        if len(value) > limit:
+            raise serializers.ValidationError(
+                f"Ensure this field has no more than {limit} characters.", code="max_length"
+            )
+        return value
+
+
+class CompactSerializer(serializers.Serializer[Any]):
+    focus = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+
+
+class RunSerializer(serializers.Serializer[Any]):
+    """A run: its status, why it stopped, its usage and its answer so far (or final)."""
+
+    id = serializers.IntegerField()
+    conversation = serializers.UUIDField(source="conversation_id")
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "done", "partial", "error", "interrupted"]
+    )
+    stop_reason = serializers.CharField(
+        help_text="done, abort, exhaust or interrupted (empty while running)."
+    )
+    error = serializers.CharField()
+    content = serializers.CharField()
+    thinking = serializers.CharField()
+    usage = UsageSerializer()
+    created = serializers.DateTimeField()
+    started = serializers.DateTimeField(allow_null=True)
+    finished = serializers.DateTimeField(allow_null=True)

@@ -1,0 +1,79 @@
+"""Server-Sent Events: a run's frames as an ``text/event-stream`` response.
+
+Each frame is one event: ``id:`` its sequence number, ``event:`` its type, ``data:`` the frame
+as JSON (the same object the websocket sends). A client that reconnects with ``Last-Event-ID``
+(or ``?after=``) receives exactly the events after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from rest_framework.renderers import BaseRenderer
+
+from orkestrel.protocol import encode_text
+
+__all__ = ["EventStreamRenderer", "event_stream", "format_event"]
+
+# A comment line this often keeps proxies and load balancers from closing a quiet stream.
+HEARTBEAT_SECONDS = 15.0
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets a view negotiate ``Accept: text/event-stream`` (the view streams the body)."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: dict[str, Any] | None = None,
+    ) -> bytes:
+        # Only an error reaches a renderer on an event-stream request: send it as one event.
+        return f"event: error\ndata: {encode_text(data)}\n\n".encode()
+
+
+def format_event(frame: dict[str, Any]) -> str:
+    """One frame as an SSE event."""
+    seq = frame.get("seq")
+    head = f"id: {seq}\n" if seq is not None else ""
+    return f"{head}event: {frame['type']}\ndata: {encode_text(frame)}\n\n"
+
+
+async def _with_heartbeats(frames: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    iterator = aiter(frames)
+    pending: asyncio.Task[dict[str, Any]] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(iterator))
+            done, _ = await asyncio.wait({pending}, timeout=HEARTBEAT_SECONDS)
+            if not done:
+                yield ": keep-alive\n\n"
+                continue
+            try:
+                frame = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            yield format_event(frame)
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+
+
+def event_stream(frames: AsyncIterator[dict[str, Any]], status: int = 200) -> StreamingHttpResponse:
+    """A streaming response of ``frames`` as SSE; the stream ends with the run."""
+    response = StreamingHttpResponse(
+        _with_heartbeats(frames), status=status, content_type="text/event-stream"
+    )
+    response["Cache-Control"] = "no-cache"
+    # nginx buffers proxied responses unless told not to.
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -1,0 +1,24 @@
+"""Routes of the REST API (under ``/api/``), its OpenAPI schema and its docs page."""
+
+from __future__ import annotations
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from . import schema  # noqa: F401 - registers the API key scheme with drf-spectacular
+from .conversations import ConversationViewSet
+from .profiles import ProfileViewSet
+from .runs import RunViewSet
+
+router = SimpleRouter()
+router.register("profiles", ProfileViewSet, basename="api-profile")
+router.register("conversations", ConversationViewSet, basename="api-conversation")
+router.register("runs", RunViewSet, basename="api-run")
+
+urlpatterns = [
+    path("keys/", include("agents.api.keys")),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    *router.urls,
+]

@@ -1,0 +1,126 @@
+"""The run service: what every front door does with runs (start, follow, cancel, wait, status).
+
+The websocket consumer, the REST API and the OpenAI-compatible endpoints call this and nothing
+below it. A front door authenticates and validates; the service owns the runs (through the
+run manager) and speaks only the protocol's frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from orkestrel.db import in_thread
+from orkestrel.protocol import CompactionFrame, MessagePayload, SectionPayload, encode
+
+from .manager import RunManager, run_manager
+from .payloads import section_payload
+from .records import RunRecord, owned_run, stored_events
+
+__all__ = ["TERMINAL", "RunHandle", "RunService", "run_service"]
+
+# The frame types that end a run's stream (an ``error`` ends it only when it carries the run).
+TERMINAL = frozenset({"finish", "error"})
+# How often a follower of a run in another process looks whether it has settled.
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class RunHandle:
+    """A started run: its id, its conversation, and the user message it stored."""
+
+    id: int
+    conversation_id: str
+    message: MessagePayload
+
+
+class RunService:
+    """Start, follow, cancel and wait for runs, whichever front door asks."""
+
+    def __init__(self, manager: RunManager = run_manager) -> None:
+        self.manager = manager
+
+    async def start(
+        self,
+        *,
+        user_id: int,
+        conversation_id: str,
+        content: str,
+        images: tuple[str, ...] = (),
+        nonce: str | None = None,
+    ) -> RunHandle:
+        """Store the user message durably, then start its run (``Busy`` while one runs)."""
+        active = await self.manager.start(
+            user_id=user_id,
+            conversation_id=conversation_id,
+            content=content,
+            images=images,
+            nonce=nonce,
+        )
+        message: MessagePayload = active.frames[0]["message"]
+        return RunHandle(active.run_id, conversation_id, message)
+
+    async def get(self, *, user_id: int, run_id: int) -> RunRecord:
+        """The user's run ``run_id`` as stored (``LookupError`` if absent or someone else's)."""
+        record = await in_thread(owned_run)(user_id, run_id)
+        if record is None:
+            raise LookupError(f"no run {run_id!r}")
+        return record
+
+    async def follow(self, run_id: int, *, after: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """The run's frames after sequence number ``after``: replayed, then live, to its end.
+
+        Nothing is repeated or skipped: frame ``n`` has ``seq`` n. A run this process does
+        not hold (settled long ago, or running in another process) is replayed from the
+        database once it has settled.
+        """
+        active = self.manager.run(run_id)
+        if active is not None:
+            seq = after
+            while frames := await active.frames_after(seq):
+                for frame in frames:
+                    yield frame
+                seq += len(frames)
+            return
+        while True:
+            events = await in_thread(stored_events)(run_id)
+            if events is not None:
+                for frame in events[after:]:
+                    yield frame
+                return
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def compact(
+        self, *, user_id: int, conversation_id: str, focus: str | None = None
+    ) -> SectionPayload | None:
+        """Fold the conversation's older history now; every follower sees the ``compaction``.
+
+        ``None`` when there is nothing to fold yet; ``Busy`` while a run is going.
+        """
+        section = await self.manager.compact(
+            user_id=user_id, conversation_id=conversation_id, focus=focus
+        )
+        if section is None:
+            return None
+        payload = section_payload(section)
+        self.manager.publish(
+            conversation_id, encode(CompactionFrame(run=None, seq=None, section=payload))
+        )
+        return payload
+
+    def cancel(self, conversation_id: str, reason: str = "stopped by user") -> bool:
+        """Stop the conversation's run in this process (its partial answer is kept)."""
+        return self.manager.abort(conversation_id, reason)
+
+    async def wait(self, run_id: int) -> None:
+        """Wait until the run has settled (its frames are stored once this returns)."""
+        async for _ in self.follow(run_id, after=10**12):
+            pass
+        active = self.manager.run(run_id)
+        if active is not None and active.task is not None:
+            await asyncio.shield(active.task)
+
+
+run_service = RunService()
