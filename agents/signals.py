@@ -1,8 +1,10 @@
 """Every write to agent configuration moves the configuration revision.
 
 Connected for every model of the app and every many-to-many table between them, so a new
-model or relation is covered without a line here. ``QuerySet.update()`` sends no signal:
-code that updates configuration in bulk calls ``bump_config_revision()`` itself.
+model or relation is covered without a line here; a model of the app that is not
+configuration (API keys, jobs) says so with ``is_configuration = False``, so its writes leave
+every process's cached configuration alone. ``QuerySet.update()`` sends no signal: code that
+updates configuration in bulk calls ``bump_config_revision()`` itself.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _changed(sender: Any, **kwargs: Any) -> None:
 
 def connect_config_signals() -> None:
     for model in apps.get_app_config("agents").get_models():
-        if model is ConfigRevision:
+        if model is ConfigRevision or not getattr(model, "is_configuration", True):
             continue
         post_save.connect(_changed, sender=model, dispatch_uid=f"config-save-{model.__name__}")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"config-delete-{model.__name__}")

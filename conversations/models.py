@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from orkestrel.core.messages import MessageRole, is_tool_call
+from orkestrel.core.messages import MessageRole, is_tool_call, to_outcome
 
 __all__ = [
     "AuthorityDecision",
@@ -147,6 +147,12 @@ class Message(models.Model):
     calls = models.JSONField("tool calls", null=True, blank=True)
     images = models.JSONField("images", null=True, blank=True, help_text="Base64 strings.")
     tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH, blank=True)
+    outcome = models.JSONField(
+        "outcome",
+        null=True,
+        blank=True,
+        help_text="A tool message's outcome: {kind: value|error|denied|cancelled, reason, rule}.",
+    )
     usage = models.JSONField("usage", null=True, blank=True)
     created = models.DateTimeField("created", auto_now_add=True)
 
@@ -187,6 +193,11 @@ class Message(models.Model):
             isinstance(self.images, list) and all(isinstance(image, str) for image in self.images)
         ):
             errors["images"] = "Images must be a list of base64 strings."
+        if self.outcome is not None:
+            try:
+                to_outcome(self.outcome)
+            except TypeError as error:
+                errors["outcome"] = str(error)
         if self.section_id is not None and self.section.conversation_id != self.conversation_id:
             errors["section"] = "The section belongs to another conversation."
         if errors:
@@ -195,7 +206,13 @@ class Message(models.Model):
     def to_dict(self) -> dict[str, Any]:
         """The kit's JSON message dict (``message_to_dict`` shape)."""
         return message_dict(
-            self.message_id, self.role, self.content, self.calls, self.images, self.tool_call_id
+            self.message_id,
+            self.role,
+            self.content,
+            self.calls,
+            self.images,
+            self.tool_call_id,
+            self.outcome,
         )
 
 
@@ -206,6 +223,7 @@ def message_dict(
     calls: list[dict[str, Any]] | None,
     images: list[str] | None,
     tool_call_id: str,
+    outcome: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A kit message dict from column values; absent optional fields are omitted, as the kit's."""
     data: dict[str, Any] = {"id": id, "role": role, "content": content}
@@ -215,6 +233,8 @@ def message_dict(
         data["images"] = images
     if tool_call_id:
         data["tool_call_id"] = tool_call_id
+    if outcome is not None:
+        data["outcome"] = outcome
     return data
 
 
@@ -337,10 +357,10 @@ class AuthorityDecision(models.Model):
 
 
 class ToolFailure(models.Model):
-    """A tool call that failed (raised, timed out, bad arguments): its card reads as an error.
+    """A tool call that failed (raised, timed out, bad arguments), for the operator's audit.
 
-    The kit's tool message carries only the error text, the same shape as a result; this row
-    is what tells the two apart after a reload. Denials are ``AuthorityDecision`` rows.
+    The transcript reads a call's outcome from its tool message (``Message.outcome``); this
+    row lists failures by run beside the authority decisions in the admin.
     """
 
     run = models.ForeignKey(

@@ -27,7 +27,7 @@ from orkestrel.core import estimate_messages
 from orkestrel.protocol import ContextPayload, MessagePayload, SectionPayload, UsagePayload
 from workspaces.models import Workspace
 
-from .models import AuthorityDecision, Conversation, Message, Section, ToolFailure
+from .models import AuthorityDecision, Conversation, Message, Section
 from .render_pool import render_all
 from .rendering import render_markdown
 
@@ -361,8 +361,11 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             conversation=conversation, allowed=False
         ).exclude(tool_call_id="")
     }
+    # Read from the tool messages' outcomes (not their text), across folded sections too.
     failures = list(
-        ToolFailure.objects.filter(conversation=conversation).values_list("tool_call_id", flat=True)
+        Message.objects.filter(
+            conversation=conversation, role=Message.Role.TOOL, outcome__kind="error"
+        ).values_list("tool_call_id", flat=True)
     )
     return {
         "conversation": {

@@ -39,6 +39,7 @@ _MESSAGE_COLUMNS = (
     "calls",
     "images",
     "tool_call_id",
+    "outcome",
 )
 
 
@@ -138,7 +139,13 @@ class DjangoConversationStore:
             raise taken from error
         snapshot["messages"].append(
             message_dict(
-                row.message_id, row.role, row.content, row.calls, row.images, row.tool_call_id
+                row.message_id,
+                row.role,
+                row.content,
+                row.calls,
+                row.images,
+                row.tool_call_id,
+                row.outcome,
             )
         )
         return snapshot

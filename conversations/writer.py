@@ -297,4 +297,5 @@ def new_message_row(
         calls=data.get("calls"),
         images=data.get("images"),
         tool_call_id=data.get("tool_call_id") or "",
+        outcome=data.get("outcome"),
     )

@@ -59,7 +59,6 @@ __all__ = [
     "UsagePayload",
     "encode",
     "encode_text",
-    "is_denial",
     "check_image",
     "check_message",
     "message_payload",
@@ -171,24 +170,16 @@ def usage_payload(usage: TokenUsage) -> UsagePayload:
     return {"prompt": usage.prompt, "completion": usage.completion, "total": usage.total}
 
 
-def is_denial(error: str | None) -> bool:
-    """Whether a tool result's error is the authority's refusal (not the tool failing)."""
-    return error is not None and (error.startswith("denied:") or error == "denied by authority")
-
-
 def tool_payload(call: ToolCall, result: ToolResult) -> ToolPayload:
     """A tool call with its outcome: ``result`` is ``{"value": ...}`` or ``{"error": ...}``."""
     error = result.error
-    denied = is_denial(error)
     outcome: dict[str, Any] = {"error": error} if error is not None else {"value": result.value}
-    reason = None
-    if denied and error is not None and error.startswith("denied:"):
-        reason = error.removeprefix("denied:").strip()
+    denial = result.denial
     return {
         "call": {"id": call.id, "name": call.name, "arguments": dict(call.arguments)},
         "result": _jsonable(outcome),
-        "denied": denied,
-        "reason": reason,
+        "denied": denial is not None,
+        "reason": denial.reason if denial is not None else None,
     }
 
 

@@ -255,6 +255,8 @@ SPECTACULAR_SETTINGS = {
 ORKESTREL = {
     "MAX_MESSAGE_CHARS": env.int("ORKESTREL_MAX_MESSAGE_CHARS", default=100_000),
     "MAX_IMAGE_BYTES": env.int("ORKESTREL_MAX_IMAGE_BYTES", default=5 * 1024 * 1024),
+    # The largest API request body: room for a message's eight images in base64, and an import.
+    "MAX_REQUEST_BYTES": env.int("ORKESTREL_MAX_REQUEST_BYTES", default=64 * 1024 * 1024),
     # Hosts ``http_fetch`` may reach even on private or loopback addresses.
     "HTTP_FETCH_ALLOW_HOSTS": env.list("ORKESTREL_HTTP_FETCH_ALLOW_HOSTS", default=[]),
     # Seconds between the offline demo model's words (0 in tests).
@@ -274,3 +276,7 @@ LOGGING = {
         "axes.apps": {"level": "WARNING"},
     },
 }
+
+# Django's own cap on a request body read into memory (2.5 MB by default) would refuse an API
+# message carrying the images it documents; the API refuses a body over this with a 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = ORKESTREL["MAX_REQUEST_BYTES"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from django.conf import settings
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -14,6 +15,7 @@ from rest_framework.views import APIView
 from orkestrel.protocol import encode_text
 
 from ..runs import RunService, run_service
+from .errors import PayloadTooLarge
 
 __all__ = ["JsonErrors", "deferred_json", "user_id"]
 
@@ -41,6 +43,14 @@ class JsonErrors(APIView):
     """Errors answer JSON, even to a request that asked for an event stream."""
 
     service: RunService = run_service
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Refused on its declared length, before a byte of it is read or parsed.
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        limit = settings.ORKESTREL["MAX_REQUEST_BYTES"]
+        if declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
+        super().initial(request, *args, **kwargs)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)

@@ -20,7 +20,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from conversations import services
+from conversations import services, transfer
 from conversations.models import Conversation
 from orkestrel.protocol import FrameError, Limits, check_image
 
@@ -29,6 +29,7 @@ from ..runtime.spec import NoProfileError
 from .base import JsonErrors, deferred_json, user_id
 from .errors import Conflict
 from .events import EVENT_STREAM_RESPONSE
+from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
 from .runs import run_body, settled_body
 from .serializers import (
     CompactSerializer,
@@ -237,6 +238,38 @@ class ConversationViewSet(
         if section is None:
             raise Conflict("Nothing to fold yet.", code="nothing_to_compact")
         return Response({"section": section})
+
+    @extend_schema(
+        summary="Export the conversation as JSON Lines",
+        description=(
+            "One record per line: the conversation, each section followed by its original "
+            "messages, then the live messages (ids, roles, content, tool calls and results)."
+        ),
+        responses={(200, MEDIA_TYPE): OpenApiTypes.STR},
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[JsonLinesRenderer, JSONRenderer])
+    def export(self, request: Request, pk: str) -> Response:
+        records = list(transfer.export_records(user=request.user, conversation_id=pk))
+        response = Response(records)
+        response["Content-Disposition"] = f'attachment; filename="conversation-{pk}.jsonl"'
+        return response
+
+    @extend_schema(
+        summary="Import a conversation from JSON Lines (an export)",
+        request={MEDIA_TYPE: OpenApiTypes.STR},
+        responses={201: ConversationSerializer},
+        operation_id="conversations_import",
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import",
+        parser_classes=[JsonLinesParser, JsonLinesParserNdjson],
+    )
+    def import_records(self, request: Request) -> Response:
+        lines = request.data if isinstance(request.data, list) else []
+        conversation = transfer.import_records(user=request.user, lines=lines)
+        return Response(self._body(conversation), status=status.HTTP_201_CREATED)
 
     @extend_schema(
         parameters=[OpenApiParameter("q", str, required=True, description="Text to look for.")],

@@ -14,7 +14,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-__all__ = ["Conflict", "exception_handler"]
+__all__ = ["Conflict", "PayloadTooLarge", "exception_handler"]
 
 
 class Conflict(exceptions.APIException):
@@ -23,6 +23,14 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "A reply is still running in this conversation."
     default_code = "busy"
+
+
+class PayloadTooLarge(exceptions.APIException):
+    """The request body is over ``ORKESTREL["MAX_REQUEST_BYTES"]``."""
+
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "too_large"
 
 
 def _codes(detail: Any) -> str:

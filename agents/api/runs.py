@@ -73,9 +73,7 @@ class RunViewSet(JsonErrors, viewsets.ViewSet):
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
         record = _record(request, pk)
-        if record.status not in ("queued", "running") or not self.service.cancel(
-            record.conversation_id
-        ):
+        if not async_to_sync(self.service.cancel_run)(record):
             raise Conflict("The run is not running.", code="not_running")
         return Response(run_body(request, record.id), status=status.HTTP_202_ACCEPTED)
 

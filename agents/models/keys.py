@@ -102,6 +102,9 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
 class ApiKey(models.Model):
     """One named key of a user; listed for ever, usable until revoked or expired."""
 
+    # Not agent configuration: a new key must not invalidate cached profile configurations.
+    is_configuration = False
+
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,

@@ -378,12 +378,24 @@ class RunManager:
             active = self._runs.get(conversation_id)
             if active is None or message.get("origin") == self.origin:
                 continue
-            if kind in ("run.listen", "run.join"):
+            if kind in ("run.listen", "run.join", "run.replay"):
                 self._listened.add(conversation_id)
-            if kind == "run.join":
-                await layer.send(
-                    message["reply"], {"type": "run.snapshot", "snapshot": active.snapshot()}
-                )
+            try:
+                if kind == "run.join":
+                    await layer.send(
+                        message["reply"], {"type": "run.snapshot", "snapshot": active.snapshot()}
+                    )
+                elif kind == "run.replay" and message.get("run") == active.run_id:
+                    after = message.get("after")
+                    start = after if isinstance(after, int) and after > 0 else 0
+                    active.flush()
+                    await layer.send(
+                        message["reply"], {"type": "run.frames", "frames": active.frames[start:]}
+                    )
+                elif kind == "run.cancel" and message.get("run") == active.run_id:
+                    self.abort(conversation_id, str(message.get("reason") or "stopped by user"))
+            except Exception:  # noqa: BLE001 - the asker times out and falls back
+                logger.warning("answering %s failed", kind, exc_info=True)
 
     async def wait(self, conversation_id: str) -> None:
         """Wait for the conversation's run (if any) to settle."""

@@ -21,6 +21,7 @@ __all__ = [
     "TITLE_LENGTH",
     "RunRecord",
     "owned_run",
+    "run_conversation",
     "stored_events",
     "finish_run",
     "prepare_run",
@@ -108,6 +109,11 @@ def owned_run(user_id: int, run_id: int) -> RunRecord | None:
     }
     row["conversation_id"] = str(row["conversation_id"])
     return RunRecord(usage=usage, **row)
+
+
+def run_conversation(run_id: int) -> str:
+    """The id of the conversation run ``run_id`` belongs to."""
+    return str(Run.objects.filter(id=run_id).values_list("conversation_id", flat=True).get())
 
 
 def stored_events(run_id: int) -> list[dict[str, Any]] | None:

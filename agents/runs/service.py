@@ -12,12 +12,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from channels.layers import get_channel_layer
+
 from orkestrel.db import in_thread
 from orkestrel.protocol import CompactionFrame, MessagePayload, SectionPayload, encode
 
+from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
 from .payloads import section_payload
-from .records import RunRecord, owned_run, stored_events
+from .records import RunRecord, owned_run, run_conversation, stored_events
+from .relay import follow_remote
 
 __all__ = ["TERMINAL", "RunHandle", "RunService", "run_service"]
 
@@ -84,6 +88,26 @@ class RunService:
                     yield frame
                 seq += len(frames)
             return
+        layer = get_channel_layer()
+        if is_shared(layer) and await in_thread(stored_events)(run_id) is None:
+            # Running, in another process: follow it live through the layer.
+            conversation_id = await in_thread(run_conversation)(run_id)
+
+            async def settled() -> bool:
+                return await in_thread(stored_events)(run_id) is not None
+
+            async for frame in follow_remote(
+                layer,
+                origin=self.manager.origin,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                after=after,
+                settled=settled,
+            ):
+                after = frame["seq"]
+                yield frame
+                if frame["type"] in TERMINAL:
+                    return
         while True:
             events = await in_thread(stored_events)(run_id)
             if events is not None:
@@ -113,6 +137,29 @@ class RunService:
     def cancel(self, conversation_id: str, reason: str = "stopped by user") -> bool:
         """Stop the conversation's run in this process (its partial answer is kept)."""
         return self.manager.abort(conversation_id, reason)
+
+    async def cancel_run(self, record: RunRecord, reason: str = "stopped by user") -> bool:
+        """Stop the run of ``record``, in this process or (through the layer) in another.
+
+        Whether a stop was sent; the run's ``abort`` and ``finish`` frames confirm it.
+        """
+        active = self.manager.run(record.id)
+        if active is not None:
+            return not active.settled and self.cancel(record.conversation_id, reason)
+        layer = get_channel_layer()
+        if record.status not in ("queued", "running") or not is_shared(layer):
+            return False
+        await layer.group_send(
+            join_group(record.conversation_id),
+            {
+                "type": "run.cancel",
+                "conversation": record.conversation_id,
+                "origin": self.manager.origin,
+                "run": record.id,
+                "reason": reason,
+            },
+        )
+        return True
 
     async def wait(self, run_id: int) -> None:
         """Wait until the run has settled (its frames are stored once this returns)."""

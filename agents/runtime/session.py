@@ -31,7 +31,6 @@ from orkestrel.core import (
     AuthorityDecision as Decision,
 )
 from orkestrel.db import in_thread
-from orkestrel.protocol import is_denial
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
@@ -64,7 +63,7 @@ class DecisionLog:
         self.pending.append((call, decision, rule))
 
     def record_result(self, call: ToolCall, result: ToolResult) -> None:
-        if result.error is not None and not is_denial(result.error):
+        if result.outcome.kind == "error" and result.error is not None:
             self.failures.append((call, result.error))
 
     def drain(self) -> list[tuple[ToolCall, Decision, AuthorityRule | None]]:

@@ -16,6 +16,8 @@ __all__ = [
     "MessageRole",
     "ToolCall",
     "ToolCallInput",
+    "ToolOutcome",
+    "ToolOutcomeKind",
     "ToolResult",
     "create_message",
     "is_message",
@@ -62,14 +64,70 @@ class ToolCall:
         return data
 
 
+ToolOutcomeKind = Literal["value", "error", "denied", "cancelled"]
+OUTCOME_KINDS: frozenset[str] = frozenset(get_args(ToolOutcomeKind))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """How a tool call ended, as data: what a transcript shows without reading the text.
+
+    ``reason`` is a denial's reason; ``rule`` the index of the authority rule that denied
+    (``None``: the fallback decided). The model reads the tool message's text, not this.
+    """
+
+    kind: ToolOutcomeKind
+    reason: str | None = None
+    rule: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.rule is not None:
+            data["rule"] = self.rule
+        return data
+
+
+def to_outcome(value: ToolOutcome | Mapping[str, Any]) -> ToolOutcome:
+    """Coerce a mapping into a ``ToolOutcome``; raise ``TypeError`` naming the bad field."""
+    if isinstance(value, ToolOutcome):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"tool outcome must be a mapping, not {type(value).__name__}")
+    kind, reason, rule = value.get("kind"), value.get("reason"), value.get("rule")
+    if kind not in OUTCOME_KINDS:
+        raise TypeError(f"tool outcome kind must be one of {sorted(OUTCOME_KINDS)}")
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError("tool outcome reason must be a string")
+    if rule is not None and (not isinstance(rule, int) or isinstance(rule, bool)):
+        raise TypeError("tool outcome rule must be an integer")
+    return ToolOutcome(kind, reason, rule)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The outcome of one ``ToolCall``: ``value`` on success, ``error`` on failure."""
+    """The outcome of one ``ToolCall``: ``value`` on success, ``error`` on failure.
+
+    A denied or cancelled call has an ``error`` too (the text the model reads); ``denial``
+    and ``cancelled`` say which it was, so nothing downstream parses that text.
+    """
 
     id: str
     name: str
     value: Any = None
     error: str | None = None
+    denial: ToolOutcome | None = None
+    cancelled: bool = False
+
+    @property
+    def outcome(self) -> ToolOutcome:
+        """The call's outcome as data."""
+        if self.denial is not None:
+            return self.denial
+        if self.cancelled:
+            return ToolOutcome("cancelled")
+        return ToolOutcome("error" if self.error is not None else "value")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "name": self.name}
@@ -93,6 +151,8 @@ class Message:
     calls: tuple[ToolCall, ...] | None = None
     images: tuple[str, ...] | None = None
     tool_call_id: str | None = None
+    # A tool message's outcome (``None`` on other roles, and on tool messages of old records).
+    outcome: ToolOutcome | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return message_to_dict(self)
@@ -120,6 +180,7 @@ class MessageDict(TypedDict):
     calls: NotRequired[Sequence[ToolCallDict] | None]
     images: NotRequired[Sequence[str] | None]
     tool_call_id: NotRequired[str | None]
+    outcome: NotRequired[Mapping[str, Any] | None]
 
 
 def to_tool_call(value: ToolCallInput) -> ToolCall:
@@ -149,7 +210,15 @@ def create_message(value: MessageInput, id: str | None = None) -> Message:
     if isinstance(value, Message):
         if id is None or id == value.id:
             return value
-        return Message(id, value.role, value.content, value.calls, value.images, value.tool_call_id)
+        return Message(
+            id,
+            value.role,
+            value.content,
+            value.calls,
+            value.images,
+            value.tool_call_id,
+            value.outcome,
+        )
     if not isinstance(value, Mapping):
         raise TypeError(f"message must be a mapping, not {type(value).__name__}")
     role = value.get("role")
@@ -178,7 +247,9 @@ def create_message(value: MessageInput, id: str | None = None) -> Message:
     given = value.get("id") if id is None else id
     if given is not None and not isinstance(given, str):
         raise TypeError("message id must be a string")
-    return Message(given or mint_id(), role, content, calls, images, tool_call_id)
+    raw_outcome = value.get("outcome")
+    outcome = to_outcome(raw_outcome) if raw_outcome is not None else None
+    return Message(given or mint_id(), role, content, calls, images, tool_call_id, outcome)
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
@@ -190,6 +261,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         data["images"] = list(message.images)
     if message.tool_call_id is not None:
         data["tool_call_id"] = message.tool_call_id
+    if message.outcome is not None:
+        data["outcome"] = message.outcome.to_dict()
     return data
 
 
@@ -229,6 +302,11 @@ def is_message(value: object) -> TypeIs[Message | MessageDict]:
             if not isinstance(images, list | tuple) or not all(isinstance(i, str) for i in images):
                 return False
         tool_call_id = value.get("tool_call_id")
-        return tool_call_id is None or isinstance(tool_call_id, str)
+        if tool_call_id is not None and not isinstance(tool_call_id, str):
+            return False
+        outcome = value.get("outcome")
+        if outcome is not None:
+            to_outcome(outcome)
+        return True
     except Exception:  # noqa: BLE001 - a guard is total
         return False

@@ -24,7 +24,7 @@ from .chunks import (
     UsageChunk,
 )
 from .errors import ProviderAbortError
-from .messages import Message, ToolCall, ToolResult, mint_id
+from .messages import Message, ToolCall, ToolOutcome, ToolResult, mint_id
 from .provider import (
     ContentDelta,
     ProviderResult,
@@ -305,7 +305,8 @@ class Run:
                 if not decision.allowed:
                     reason = decision.reason
                     error = f"denied: {reason}" if reason else "denied by authority"
-                    results[call.id] = ToolResult(call.id, call.name, error=error)
+                    denial = ToolOutcome("denied", reason, decision.rule)
+                    results[call.id] = ToolResult(call.id, call.name, error=error, denial=denial)
                     emitter.emit("deny", call, decision)
                     continue
             runnable.append(call)
@@ -316,8 +317,13 @@ class Run:
         push = self.channel.push
         add = self.conversation.add
         for call in calls:
-            result = results.get(call.id) or ToolResult(call.id, call.name, error=CANCELLED_TOOL)
-            message = add(Message(mint_id(), "tool", _tool_content(result), tool_call_id=call.id))
+            result = results.get(call.id) or ToolResult(
+                call.id, call.name, error=CANCELLED_TOOL, cancelled=True
+            )
+            content = _tool_content(result)
+            message = add(
+                Message(mint_id(), "tool", content, tool_call_id=call.id, outcome=result.outcome)
+            )
             messages.append(message)
             push(ToolChunk(call, result))
             emitter.emit("tool", call, result)

@@ -229,6 +229,8 @@ EXPORTED = [
     "ToolHandler",
     "ToolInput",
     "ToolManager",
+    "ToolOutcome",
+    "ToolOutcomeKind",
     "ToolResult",
     "ToolResultContent",
     "UNSERIALIZABLE_CALL_ESTIMATE",

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
-from agents.models import ApiKey
+from agents.models import ApiKey, ConfigRevision
 
 pytestmark = pytest.mark.django_db
 
@@ -345,3 +345,9 @@ def test_the_openapi_schema_describes_the_keys_endpoints(key_client):
     assert "delete" in paths["/api/keys/{id}/"]
     created = paths["/api/keys/"]["post"]["responses"]["201"]
     assert "IssuedApiKey" in str(created)
+
+
+def test_issuing_a_key_leaves_the_configuration_revision_alone(alice):
+    before = list(ConfigRevision.objects.values_list("pk", "value"))
+    ApiKey.objects.issue(user=alice, name="ci")
+    assert list(ConfigRevision.objects.values_list("pk", "value")) == before

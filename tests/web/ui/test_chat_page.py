@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from conversations.models import AuthorityDecision, Conversation, Section, ToolFailure
+from conversations.models import AuthorityDecision, Conversation, Section
 
 pytestmark = pytest.mark.django_db
 
@@ -113,11 +113,14 @@ def test_a_failed_tool_call_renders_as_an_error_card_after_reload(
             {"id": "c2", "name": "workspace", "arguments": {"operation": "list"}},
         ],
     )
-    add_message(conversation, "tool", '"connection refused"', tool_call_id="c1")
-    add_message(conversation, "tool", '["a.txt"]', tool_call_id="c2")
-    ToolFailure.objects.create(
-        conversation=conversation, tool_call_id="c1", tool_name="http_fetch", error="refused"
+    add_message(
+        conversation,
+        "tool",
+        '"connection refused"',
+        tool_call_id="c1",
+        outcome={"kind": "error"},
     )
+    add_message(conversation, "tool", '["a.txt"]', tool_call_id="c2", outcome={"kind": "value"})
     page = chat(alice_client, conversation)
     assert page.count('data-testid="tool-failed"') == 1
     failed = page.split('data-call-id="c1"')[1].split('data-call-id="c2"')[0]

@@ -1,0 +1,130 @@
+"""Export and import of a conversation as JSON Lines.
+
+One record per line, in order: the conversation (``{"type": "conversation", "title",
+"profile", "summary"}``), then each folded section (``{"type": "section", "id", "summary"}``)
+followed by its original messages, then the live messages. A message record is the kit's
+message dict (``id``, ``role``, ``content``, ``calls``, ``tool_call_id``, ``images``) with
+``"type": "message"`` and ``"section"`` (the section it was folded into, or ``null``).
+Importing an export makes a new conversation of the importing user with the same records.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from agents.models import AgentProfile
+from orkestrel.core import is_message
+
+from .models import Conversation
+from .services import User, create_conversation, enabled_profiles, get_conversation
+from .stores import DjangoConversationStore
+
+__all__ = ["MAX_RECORDS", "export_records", "import_records"]
+
+# An import holds its records in memory; the request size limit bounds it too.
+MAX_RECORDS = 100_000
+
+
+def export_records(*, user: User, conversation_id: uuid.UUID | str) -> Iterator[dict[str, Any]]:
+    """The records of one of the user's conversations (``Http404`` if not theirs)."""
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    snapshot = DjangoConversationStore(owner=user.pk).get_sync(str(conversation.pk))
+    yield {
+        "type": "conversation",
+        "title": conversation.title,
+        "profile": conversation.profile.slug if conversation.profile is not None else None,
+        "summary": conversation.summary or None,
+    }
+    if snapshot is None:
+        return
+    for section in snapshot["sections"]:
+        yield {"type": "section", "id": section["id"], "summary": section["summary"]}
+        for message in section["messages"]:
+            yield {"type": "message", "section": section["id"], **message}
+    for message in snapshot["messages"]:
+        yield {"type": "message", "section": None, **message}
+
+
+def _invalid(line: int, reason: str) -> ValidationError:
+    return ValidationError({"records": [f"line {line}: {reason}"]})
+
+
+def _parse(lines: list[str]) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            raise _invalid(number, "not valid JSON") from None
+        if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+            raise _invalid(number, "a record is a JSON object with a string type")
+        records.append(record)
+        if len(records) > MAX_RECORDS:
+            raise _invalid(number, f"at most {MAX_RECORDS} records")
+    if not records or records[0]["type"] != "conversation":
+        raise ValidationError({"records": ["the first record must be the conversation"]})
+    return records
+
+
+def _snapshot(records: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    sections: dict[str, dict[str, Any]] = {}
+    live: list[dict[str, Any]] = []
+    for number, record in enumerate(records[1:], 2):
+        kind = record["type"]
+        if kind == "section":
+            section_id, summary = record.get("id"), record.get("summary")
+            if not isinstance(section_id, str) or not isinstance(summary, str):
+                raise _invalid(number, "a section has a string id and summary")
+            if section_id in sections or live:
+                raise _invalid(number, "sections come before the live messages, once each")
+            sections[section_id] = {"id": section_id, "summary": summary, "messages": []}
+        elif kind == "message":
+            message = {
+                name: value
+                for name, value in record.items()
+                if name not in ("type", "section") and value is not None
+            }
+            if not is_message(message):
+                raise _invalid(number, "not a valid message")
+            section = record.get("section")
+            if section is None:
+                live.append(message)
+            elif section in sections and not live:
+                sections[section]["messages"].append(message)
+            else:
+                raise _invalid(number, f"unknown or closed section {section!r}")
+        else:
+            raise _invalid(number, f"unknown record type {kind!r}")
+    snapshot: dict[str, Any] = {"id": key, "sections": list(sections.values()), "messages": live}
+    summary = records[0].get("summary")
+    if isinstance(summary, str) and summary:
+        snapshot["summary"] = summary
+    return snapshot
+
+
+def import_records(*, user: User, lines: list[str]) -> Conversation:
+    """A new conversation of ``user`` holding the records (``ValidationError`` naming the
+    first bad line; nothing is stored then)."""
+    records = _parse(lines)
+    head = records[0]
+    title = head.get("title") if isinstance(head.get("title"), str) else ""
+    slug = head.get("profile")
+    profile: AgentProfile | None = None
+    if isinstance(slug, str):
+        profile = enabled_profiles().filter(slug=slug).first()
+    with transaction.atomic():
+        conversation = create_conversation(user=user, profile=profile, title=title or "")
+        snapshot = _snapshot(records, str(conversation.pk))
+        try:
+            DjangoConversationStore(owner=user.pk).set_sync(snapshot)  # type: ignore[arg-type]
+        except ValueError as error:
+            raise ValidationError({"records": [str(error)]}) from None
+    return conversation
