@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any, assert_never
@@ -38,6 +37,7 @@ from .runs import (
     join_group,
     run_manager,
 )
+from .runs.relay import listening, remote_snapshot
 from .runtime.spec import NoProfileError
 
 __all__ = ["ChatConsumer"]
@@ -46,8 +46,6 @@ logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
-# How long a joining socket waits for another process to describe its in-flight run.
-JOIN_TIMEOUT = 2.0
 
 
 @database_sync_to_async
@@ -200,28 +198,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         layer = self.channel_layer
         if not is_shared(layer) or not await _running(self.conversation_id):
             return None
-        reply = await layer.new_channel()
-        await layer.group_send(
-            join_group(self.conversation_id),
-            {
-                "type": "run.join",
-                "conversation": self.conversation_id,
-                "origin": self.manager.origin,
-                "reply": reply,
-            },
+        return await remote_snapshot(
+            layer,
+            origin=self.manager.origin,
+            conversation_id=self.conversation_id,
+            wait=self.manager.timings.join_timeout,
         )
-        try:
-            message = await asyncio.wait_for(layer.receive(reply), JOIN_TIMEOUT)
-        except TimeoutError:
-            return None
-        return message.get("snapshot")
 
     def _listening(self) -> dict[str, Any]:
-        return {
-            "type": "run.listen",
-            "conversation": self.conversation_id,
-            "origin": self.manager.origin,
-        }
+        return listening(self.conversation_id, self.manager.origin)
 
     async def run_probe(self, event: dict[str, Any]) -> None:
         """A run started in another process asks who listens: this socket does."""

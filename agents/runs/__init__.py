@@ -6,21 +6,34 @@ process; through the channel layer to other processes when the layer is shared),
 each finished message at once and checkpoints the in-flight answer every second.
 
 Modules: ``service`` (what front doors call: start, follow, cancel, wait), ``manager`` (the
-run manager), ``active`` (one streaming run), ``records`` (its database rows and start-up
-recovery), ``payloads`` (frame payloads), ``groups`` (layer groups).
+runs' lifecycle), ``active`` (one streaming run), ``pacing`` (when its next text frame may
+go), ``fanout`` (delivery to this process's sockets), ``relay`` (both halves of the
+cross-process relay), ``checkpoints``, ``timings``, ``records`` (the database rows and
+start-up recovery), ``payloads`` (frame payloads), ``groups`` (layer groups).
 """
 
-from .active import BURST_FRAMES, GAP_SECONDS, TICK_SECONDS, ActiveRun
+from .active import ActiveRun
 from .groups import group_name, is_shared, join_group
-from .manager import CHECKPOINT_SECONDS, MANUAL_KEEP, Busy, RunManager, run_manager
+from .manager import MANUAL_KEEP, Busy, RunManager, run_manager
 from .payloads import committed_payload, section_payload
 from .records import TITLE_LENGTH, RunRecord, recover_interrupted
 from .service import TERMINAL, RunHandle, RunService, run_service
+from .timings import (
+    BURST_FRAMES,
+    CHECKPOINT_SECONDS,
+    GAP_SECONDS,
+    LISTEN_GRACE_SECONDS,
+    REFILL,
+    TICK_SECONDS,
+    RunTimings,
+)
 
 __all__ = [
     "BURST_FRAMES",
     "CHECKPOINT_SECONDS",
     "GAP_SECONDS",
+    "LISTEN_GRACE_SECONDS",
+    "REFILL",
     "MANUAL_KEEP",
     "TICK_SECONDS",
     "TITLE_LENGTH",
@@ -30,6 +43,7 @@ __all__ = [
     "RunHandle",
     "RunRecord",
     "RunService",
+    "RunTimings",
     "RunManager",
     "committed_payload",
     "group_name",

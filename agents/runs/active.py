@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from orkestrel.core import (
     AgentResult,
@@ -41,33 +41,35 @@ from orkestrel.protocol import (
 )
 
 from ..runtime.session import ChatSession
+from .pacing import Pacer
 from .payloads import committed_payload, joined, reason_text
 from .records import finish_run
+from .timings import RunTimings
 
-if TYPE_CHECKING:
-    from .manager import RunManager
-
-__all__ = ["BURST_FRAMES", "GAP_SECONDS", "REFILL", "TICK_SECONDS", "ActiveRun"]
+__all__ = ["ActiveRun", "RunHost"]
 
 logger = logging.getLogger(__name__)
 
-# Text frames are paced to one per tick on average (20-50 ms keeps sockets and the layer calm).
-TICK_SECONDS = 0.02
-# Frames a run may send in a row before pacing applies (absorbs a stream's jitter), and the
-# least time between two: deltas that catch up after a stall share a frame.
-BURST_FRAMES = 16
-GAP_SECONDS = 0.005
-# Credit comes back this much faster than one per tick. A stream at exactly the tick rate
-# that fell behind (a stall spent its burst) would otherwise wait the same fraction of a tick
-# for every later delta; with 5 % it is level again within 20 ticks.
-REFILL = 1.05
+
+class RunHost(Protocol):
+    """What a run needs of the manager that holds it."""
+
+    timings: RunTimings
+
+    def publish(self, conversation_id: str, frame: dict[str, Any]) -> None: ...
+
+    async def checkpoints_done(self) -> None: ...
+
+    def release(self, conversation_id: str, active: ActiveRun) -> None: ...
+
+    async def store_events(self, active: ActiveRun) -> None: ...
 
 
 @dataclass
 class ActiveRun:
     """One streaming run and what a joining client needs to catch up."""
 
-    manager: RunManager
+    manager: RunHost
     session: ChatSession
     run_id: int
     conversation_id: str
@@ -165,8 +167,8 @@ class ActiveRun:
         """Run the agent to its end, publishing and committing as it goes.
 
         Chunks are drained in batches. Text goes out at once while the run has credit (about
-        one frame per tick on average, ``BURST_FRAMES`` in a row) and its last frame left at least
-        ``GAP_SECONDS`` ago; otherwise it waits for both and goes out with whatever arrived
+        one frame per tick on average, ``timings.burst`` in a row) and its last frame left at
+        least ``timings.gap`` ago; otherwise it waits for both and goes out with whatever arrived
         meanwhile. So a stream at or under the tick rate waits for nothing, a fast one costs
         one frame and one wake-up per tick, and a stream catching up after a stall is sent in
         a few frames instead of one per delta.
@@ -175,7 +177,7 @@ class ActiveRun:
         result: AgentResult | None = None
         error: BaseException | None = None
         clock = asyncio.get_running_loop().time
-        credit, stamp, last = float(BURST_FRAMES), clock(), -GAP_SECONDS
+        pacer = Pacer(self.manager.timings, clock())
         try:
             stream = session.agent.stream(think=session.think)
             channel = stream.channel
@@ -186,15 +188,11 @@ class ActiveRun:
                     break
                 await self._handle(chunks)
                 if self._tokens or self._thoughts:
-                    now = clock()
-                    credit, stamp = _refill(credit, stamp, now), now
-                    due = max(last + GAP_SECONDS, now + (1 - credit) * TICK_SECONDS / REFILL)
-                    if due > now:
-                        await asyncio.sleep(due - now)
+                    delay = pacer.delay(clock())
+                    if delay > 0:
+                        await asyncio.sleep(delay)
                         await self._handle(channel.take())
-                        now = clock()
-                        credit, stamp = _refill(credit, stamp, now), now
-                    credit, last = credit - 1, now
+                    pacer.sent(clock())
                     self.flush()
             result = await stream.result
         except Exception as caught:
@@ -285,8 +283,3 @@ class ActiveRun:
             self.settled = True
             self._wake()
             self.manager.release(self.conversation_id, self)
-
-
-def _refill(credit: float, since: float, now: float) -> float:
-    """A run's frame credit after the time from ``since`` to ``now``."""
-    return min(BURST_FRAMES, credit + (now - since) * REFILL / TICK_SECONDS)

@@ -339,14 +339,12 @@ async def test_joining_mid_run_across_processes_gets_a_snapshot_then_the_rest(
 
 @pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
 async def test_a_run_no_other_process_listens_to_stops_publishing_deltas_after_the_grace_period(
-    user, conversation, demo, manager, settings, monkeypatch
+    user, conversation, demo, manager, settings
 ):
     from channels.layers import channel_layers, get_channel_layer
 
-    from agents.runs import group_name
-    from agents.runs import manager as runs
+    from agents.runs import RunTimings, group_name
 
-    monkeypatch.setattr(runs, "LISTEN_GRACE_SECONDS", 0.5)
     settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.03}
     _redis_layer(settings)
     try:
@@ -354,7 +352,7 @@ async def test_a_run_no_other_process_listens_to_stops_publishing_deltas_after_t
         # A member of the group that never answers probes: it sees what the process publishes.
         observer = await layer.new_channel()
         await layer.group_add(group_name(str(conversation.id)), observer)
-        owner = RunManager()
+        owner = RunManager(timings=RunTimings(listen_grace=0.5))
         local = []
 
         async def collect(frame):
@@ -378,18 +376,17 @@ async def test_a_run_no_other_process_listens_to_stops_publishing_deltas_after_t
 
 @pytest.mark.skipif("not __import__('os').environ.get('REDIS_URL')", reason="set REDIS_URL to run")
 async def test_a_socket_of_another_process_gets_the_whole_run_after_the_grace_period(
-    user, conversation, demo, manager, settings, monkeypatch
+    user, conversation, demo, manager, settings
 ):
     from channels.layers import channel_layers
 
-    from agents.runs import manager as runs
+    from agents.runs import RunTimings
 
-    monkeypatch.setattr(runs, "LISTEN_GRACE_SECONDS", 0.2)
     settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.03}
     _redis_layer(settings)
     try:
         socket, _ = await connect(user, conversation)  # answers the owner's probe
-        owner = RunManager()  # another process's manager
+        owner = RunManager(timings=RunTimings(listen_grace=0.2))  # another process's manager
         await owner.start(user_id=user.id, conversation_id=str(conversation.id), content="hi")
         frames = await frames_until(socket, "finish", timeout=15)
         seqs = [f["seq"] for f in frames]

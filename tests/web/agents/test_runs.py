@@ -6,7 +6,7 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.runs import RunManager, active, recover_interrupted
+from agents.runs import RunManager, RunTimings, recover_interrupted
 from conversations.models import AuthorityDecision, Message, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -280,17 +280,17 @@ def text_frames(frames, kinds=("think", "token")):
 
 
 async def test_a_stream_slower_than_the_tick_is_sent_delta_by_delta_without_waiting(
-    user, conversation, demo, settings, monkeypatch
+    user, conversation, demo, settings
 ):
     # A one-second tick: holding deltas for a tick (trailing coalescing) would show at once.
-    monkeypatch.setattr(active, "TICK_SECONDS", 1.0)
+    timings = RunTimings(tick=1.0)
     settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.05}
-    frames = await run_to_end(RunManager(), user, conversation, "one two three four")
+    frames = await run_to_end(RunManager(timings=timings), user, conversation, "one two three four")
 
     started = frames.times[frames.types().index("started")]
-    burst = text_frames(frames)[: active.BURST_FRAMES]
+    burst = text_frames(frames)[: timings.burst]
     # Each word its own frame, on the heels of the one before: nothing waited for the tick.
-    assert len(burst) == active.BURST_FRAMES
+    assert len(burst) == timings.burst
     assert all(len(f["content"].split()) == 1 for _, f in burst)
     times = [started] + [at for at, _ in burst]
     assert max(b - a for a, b in zip(times, times[1:], strict=False)) < 0.4
@@ -299,30 +299,34 @@ async def test_a_stream_slower_than_the_tick_is_sent_delta_by_delta_without_wait
 
 
 async def test_a_fast_stream_gets_at_most_one_frame_per_tick_after_its_burst(
-    user, conversation, demo, settings, monkeypatch
+    user, conversation, demo, settings
 ):
-    monkeypatch.setattr(active, "TICK_SECONDS", 0.05)
+    timings = RunTimings(tick=0.05)
     settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.002}
-    frames = await run_to_end(RunManager(), user, conversation, " ".join(["w"] * 150))
+    frames = await run_to_end(
+        RunManager(timings=timings), user, conversation, " ".join(["w"] * 150)
+    )
 
     texts = text_frames(frames)
     span = texts[-1][0] - texts[0][0]
     # +3: the first frame, one flush that carries a think and a token frame together, and the
     # flush the closing usage frame forces.
-    assert len(texts) <= active.BURST_FRAMES + span * active.REFILL / 0.05 + 3
+    assert len(texts) <= timings.burst + span * timings.refill / 0.05 + 3
     assert len(texts) < 60  # against about 180 deltas
     tokens = "".join(f["content"] for _, f in text_frames(frames, ("token",)))
     assert tokens == frames.frames[-1]["result"]["content"]
 
 
 async def test_text_frames_keep_the_gap_so_deltas_close_together_share_one(
-    user, conversation, demo, settings, monkeypatch
+    user, conversation, demo, settings
 ):
     # Deltas closer than the gap (a provider catching up after a stall) are not a frame each,
     # even while the run still has credit for a burst.
-    monkeypatch.setattr(active, "GAP_SECONDS", 0.1)
+    timings = RunTimings(gap=0.1)
     settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.02}
-    frames = await run_to_end(RunManager(), user, conversation, "a b c d e f g h i j k l")
+    frames = await run_to_end(
+        RunManager(timings=timings), user, conversation, "a b c d e f g h i j k l"
+    )
 
     texts = text_frames(frames)
     deltas = sum(len(f["content"].split(" ")) for _, f in texts)

@@ -1,0 +1,76 @@
+"""Local fan-out: every frame of a conversation, in order, to each subscriber in this process.
+
+One queue and one task deliver every frame; a subscriber that fails (a closed socket) is
+skipped, never the others. Frames to share with other processes are handed on to ``forward``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+__all__ = ["FanOut", "Subscriber", "spawn"]
+
+logger = logging.getLogger(__name__)
+
+Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """A task of the run machinery's, in a context of its own.
+
+    A run may start inside a sync view's ``async_to_sync`` call, whose context routes database
+    hops to that request's thread; the run outlives the request, so its hops must go to the
+    server's shared database thread instead, as they do for a run the websocket started.
+    """
+    return asyncio.get_running_loop().create_task(work, context=contextvars.Context())
+
+
+class FanOut:
+    """This process's subscribers, by conversation, and the task that feeds them."""
+
+    def __init__(self, forward: Callable[[str, dict[str, Any]], None]) -> None:
+        self._forward = forward
+        self._subscribers: dict[str, set[Subscriber]] = {}
+        self._outbox: asyncio.Queue[tuple[str, dict[str, Any], bool]] | None = None
+        self._publisher: asyncio.Task[None] | None = None
+
+    def subscribe(self, conversation_id: str, subscriber: Subscriber) -> Callable[[], None]:
+        """Deliver this conversation's frames to ``subscriber``; returns the unsubscribe."""
+        self._subscribers.setdefault(conversation_id, set()).add(subscriber)
+
+        def unsubscribe() -> None:
+            subscribers = self._subscribers.get(conversation_id)
+            if subscribers is not None:
+                subscribers.discard(subscriber)
+                if not subscribers:
+                    del self._subscribers[conversation_id]
+
+        return unsubscribe
+
+    def publish(self, conversation_id: str, frame: dict[str, Any], share: bool) -> None:
+        """Queue ``frame`` for every subscriber; ``share`` also forwards it to other processes."""
+        if self._outbox is None or self._publisher is None or self._publisher.done():
+            self._outbox = asyncio.Queue()
+            self._publisher = spawn(self._deliver(self._outbox))
+        self._outbox.put_nowait((conversation_id, frame, share))
+
+    async def _deliver(self, outbox: asyncio.Queue[tuple[str, dict[str, Any], bool]]) -> None:
+        while True:
+            conversation_id, frame, share = await outbox.get()
+            for subscriber in list(self._subscribers.get(conversation_id, ())):
+                try:
+                    await subscriber(frame)
+                except Exception:  # noqa: BLE001 - one broken socket must not stop the others
+                    logger.debug("dropping frame for a closed subscriber", exc_info=True)
+            if share:
+                self._forward(conversation_id, frame)
+            outbox.task_done()
+
+    async def drain(self) -> None:
+        """Wait until every queued frame was delivered (tests and shutdown)."""
+        if self._outbox is not None:
+            await self._outbox.join()
