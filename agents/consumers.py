@@ -37,6 +37,7 @@ from .runs import (
     join_group,
     run_manager,
 )
+from .runs.errors import TooManyRuns
 from .runs.relay import listening, remote_snapshot
 from .runtime.spec import NoProfileError
 
@@ -154,6 +155,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._dispatch(frame)
         except Busy as error:
             await self._refuse("busy", str(error))
+        except TooManyRuns as error:
+            await self._refuse("too_many_runs", str(error))
         except NoProfileError as error:
             await self._refuse("no_profile", str(error))
 

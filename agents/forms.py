@@ -39,11 +39,13 @@ class AuthorityRuleForm(forms.ModelForm):
         }
 
     def validate_constraints(self) -> None:
-        exclude = self._get_validation_exclusions() | {"position"}
+        # Both helpers are ``BaseModelForm``'s own (its ``validate_constraints`` calls them);
+        # django-stubs leaves the private methods out.
+        exclude = self._get_validation_exclusions() | {"position"}  # type: ignore[attr-defined]
         try:
             self.instance.validate_constraints(exclude=exclude)
         except ValidationError as error:
-            self._update_errors(error)
+            self._update_errors(error)  # type: ignore[attr-defined]
 
 
 class EvaluateCallForm(forms.Form):

@@ -53,7 +53,7 @@ class RunInline(ReadOnlyMixin, admin.TabularInline):
     model = Run
     extra = 0
     ordering = ["-created"]
-    fields = ["status", "stop_reason", "usage", "created", "started", "finished", "took", "error"]
+    fields = ("status", "stop_reason", "usage", "created", "started", "finished", "took", "error")
     readonly_fields = fields
 
     @admin.display(description="tokens")
@@ -68,8 +68,17 @@ class RunInline(ReadOnlyMixin, admin.TabularInline):
 class DecisionInline(ReadOnlyMixin, admin.TabularInline):
     model = AuthorityDecision
     extra = 0
-    fields = ["created", "run", "tool_name", "tool_call_id", "call_arguments", "rule_label"]
-    fields += ["zone", "allowed", "reason"]
+    fields = (
+        "created",
+        "run",
+        "tool_name",
+        "tool_call_id",
+        "call_arguments",
+        "rule_label",
+        "zone",
+        "allowed",
+        "reason",
+    )
     readonly_fields = fields
     verbose_name_plural = "authority decisions"
 
@@ -81,7 +90,7 @@ class DecisionInline(ReadOnlyMixin, admin.TabularInline):
 class FailureInline(ReadOnlyMixin, admin.TabularInline):
     model = ToolFailure
     extra = 0
-    fields = ["created", "run", "tool_name", "tool_call_id", "error"]
+    fields = ("created", "run", "tool_name", "tool_call_id", "error")
     readonly_fields = fields
     verbose_name_plural = "tool failures"
 

@@ -198,7 +198,8 @@ class Message(models.Model):
                 to_outcome(self.outcome)
             except TypeError as error:
                 errors["outcome"] = str(error)
-        if self.section_id is not None and self.section.conversation_id != self.conversation_id:
+        section = self.section if self.section_id is not None else None
+        if section is not None and section.conversation_id != self.conversation_id:
             errors["section"] = "The section belongs to another conversation."
         if errors:
             raise ValidationError(errors)
@@ -271,6 +272,15 @@ class Run(models.Model):
     created = models.DateTimeField("created", auto_now_add=True)
     started = models.DateTimeField("started", null=True, blank=True)
     finished = models.DateTimeField("finished", null=True, blank=True)
+    holder = models.CharField(
+        "held by", max_length=64, blank=True, help_text="The server process running it."
+    )
+    heartbeat = models.DateTimeField(
+        "heartbeat",
+        null=True,
+        blank=True,
+        help_text="Moved every second by the process running it; a stale one means it died.",
+    )
 
     class Meta:
         verbose_name = "run"
@@ -278,6 +288,12 @@ class Run(models.Model):
         ordering = ["-created"]
         indexes = [models.Index(fields=["status"], name="conv_run_status_idx")]
         constraints = [
+            # One run at a time per conversation, across every process: the run slot.
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=Q(status__in=("queued", "running")),
+                name="conv_run_one_active",
+            ),
             models.CheckConstraint(
                 condition=Q(status__in=_STATUSES),
                 name="conv_run_status_valid",
@@ -352,7 +368,8 @@ class AuthorityDecision(models.Model):
 
     def clean(self) -> None:
         super().clean()
-        if self.run_id is not None and self.run.conversation_id != self.conversation_id:
+        run = self.run if self.run_id is not None else None
+        if run is not None and run.conversation_id != self.conversation_id:
             raise ValidationError({"run": "The run belongs to another conversation."})
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -73,9 +73,9 @@ class ConversationState(TypedDict):
 
 
 def _require_user(user: User) -> AbstractBaseUser:
-    if user is None or not user.is_authenticated:
+    if user is None or isinstance(user, AnonymousUser) or not user.is_authenticated:
         raise PermissionDenied("Sign in first.")
-    return user  # type: ignore[return-value]
+    return user
 
 
 def get_conversation(*, user: User, conversation_id: uuid.UUID | str) -> Conversation:
@@ -248,7 +248,7 @@ class Rendered:
     sections: dict[int, str]
 
 
-def render_state(rows: list[Message], sections: list[Section]) -> Rendered:
+def render_state(rows: Sequence[Message], sections: Sequence[Section]) -> Rendered:
     """Render every shown message and every recap as one batch (off the server's GIL)."""
     shown = [row for row in rows if _rendered(row)]
     texts = [row.content for row in shown] + [section.summary for section in sections]
@@ -307,7 +307,9 @@ def section_originals(
     return [message_payload(row, html.messages.get(row.pk, "")) for row in rows]
 
 
-def _context_used(conversation: Conversation, sections: list[Section], rows: list[Message]) -> int:
+def _context_used(
+    conversation: Conversation, sections: Sequence[Section], rows: Sequence[Message]
+) -> int:
     # The same estimate the agent's window budget makes: the kit's view (recaps + live tail).
     snapshot: dict[str, Any] = {
         "id": str(conversation.pk),

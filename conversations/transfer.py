@@ -20,6 +20,7 @@ from django.db import transaction
 
 from agents.models import AgentProfile
 from orkestrel.core import is_message
+from orkestrel.core.messages import MessageInput
 
 from .models import Conversation
 from .services import User, create_conversation, enabled_profiles, get_conversation
@@ -76,7 +77,7 @@ def _parse(lines: list[str]) -> list[dict[str, Any]]:
 
 def _snapshot(records: list[dict[str, Any]], key: str) -> dict[str, Any]:
     sections: dict[str, dict[str, Any]] = {}
-    live: list[dict[str, Any]] = []
+    live: list[MessageInput] = []
     for number, record in enumerate(records[1:], 2):
         kind = record["type"]
         if kind == "section":

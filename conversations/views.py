@@ -99,7 +99,7 @@ def conversation_rename(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
     form = RenameConversationForm(request.POST)
     try:
         if not form.is_valid():
-            raise ValidationError(form.errors.get("title") or "Enter a title.")
+            raise ValidationError(list(form.errors.get("title") or ["Enter a title."]))
         rename_conversation(
             user=request.user, conversation_id=conversation_id, title=form.cleaned_data["title"]
         )

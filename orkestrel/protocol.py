@@ -76,6 +76,10 @@ IMAGE_SIGNATURES = (
 )
 MAX_IMAGES = 8
 MAX_FRAME_BYTES = 32 * 1024 * 1024
+# ``Limits``' defaults, named here: on a slotted dataclass ``Limits.max_message_chars`` is the
+# slot descriptor, not the default.
+_DEFAULT_MAX_MESSAGE_CHARS = 100_000
+_DEFAULT_MAX_IMAGE_BYTES = 5 * 2**20
 
 
 # -- payloads ---------------------------------------------------------------------------------
@@ -370,12 +374,12 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "error": ErrorFrame,
 }
 # Field names per frame class, in declaration order (``type`` first), for ``encode``.
-_FIELDS: dict[type[Any], tuple[str, ...]] = {
+_FIELDS: dict[type[ServerFrame], tuple[str, ...]] = {
     frame: tuple(field.name for field in dataclasses.fields(frame))
     for frame in SERVER_FRAMES.values()
 }
 # Frames whose optional run fields are left out when ``None`` (an error outside a run).
-_OMIT_NONE = {ErrorFrame: ("run", "seq")}
+_OMIT_NONE: dict[type[ServerFrame], tuple[str, ...]] = {ErrorFrame: ("run", "seq")}
 
 
 def encode(frame: ServerFrame) -> dict[str, Any]:
@@ -453,16 +457,16 @@ class FrameError(ValueError):
 class Limits:
     """What a client frame may carry (from ``ORKESTREL`` settings at the front door)."""
 
-    max_message_chars: int = 100_000
-    max_image_bytes: int = 5 * 2**20
+    max_message_chars: int = _DEFAULT_MAX_MESSAGE_CHARS
+    max_image_bytes: int = _DEFAULT_MAX_IMAGE_BYTES
 
     @classmethod
     def from_settings(cls) -> Limits:
         """The limits ``settings.ORKESTREL`` sets (``MAX_MESSAGE_CHARS``, ``MAX_IMAGE_BYTES``)."""
         config = getattr(settings, "ORKESTREL", {})
         return cls(
-            config.get("MAX_MESSAGE_CHARS", cls.max_message_chars),
-            config.get("MAX_IMAGE_BYTES", cls.max_image_bytes),
+            config.get("MAX_MESSAGE_CHARS", _DEFAULT_MAX_MESSAGE_CHARS),
+            config.get("MAX_IMAGE_BYTES", _DEFAULT_MAX_IMAGE_BYTES),
         )
 
 

@@ -20,7 +20,7 @@ class WorkspaceFileInline(admin.TabularInline):
     model = WorkspaceFile
     extra = 0
     ordering = ["position"]
-    fields = ["path", "kind", "size", "lines", "state", "updated"]
+    fields = ("path", "kind", "size", "lines", "state", "updated")
     readonly_fields = fields
     # The content stays out of the page: a file may be megabytes of text or base64.
     show_change_link = False
@@ -59,8 +59,9 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Workspace]:
         # Correlated: evaluated for the rows of one page, not grouped over every file.
-        files = WorkspaceFile.objects.filter(workspace=OuterRef("pk")).order_by()
-        files = files.values("workspace")
+        files = (
+            WorkspaceFile.objects.filter(workspace=OuterRef("pk")).order_by().values("workspace")
+        )
         return (
             super()
             .get_queryset(request)

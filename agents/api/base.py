@@ -55,6 +55,9 @@ class JsonErrors(APIView):
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
         renderer = JSONRenderer()
+        # ``finalize_response`` copies the request's negotiated renderer onto the response.
+        self.request.accepted_renderer = renderer
+        self.request.accepted_media_type = renderer.media_type
         response.accepted_renderer = renderer
         response.accepted_media_type = renderer.media_type
         return response

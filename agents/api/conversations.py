@@ -25,9 +25,10 @@ from conversations.models import Conversation
 from orkestrel.protocol import FrameError, Limits, check_image
 
 from ..runs import Busy
+from ..runs.errors import TooManyRuns
 from ..runtime.spec import NoProfileError
 from .base import JsonErrors, deferred_json, user_id
-from .errors import Conflict
+from .errors import Conflict, TooManyRunsError
 from .events import EVENT_STREAM_RESPONSE
 from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
 from .runs import run_body, settled_body
@@ -130,6 +131,7 @@ class ConversationViewSet(
             202: RunSerializer,
             200: RunSerializer,
             409: OpenApiResponse(description="A reply is still running in this conversation."),
+            429: OpenApiResponse(description="Too many of the user's replies are running."),
             (200, "text/event-stream"): EVENT_STREAM_RESPONSE,
         },
     )
@@ -157,6 +159,8 @@ class ConversationViewSet(
             )
         except Busy as error:
             raise Conflict(str(error)) from None
+        except TooManyRuns as error:
+            raise TooManyRunsError(str(error)) from None
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
         if isinstance(request.accepted_renderer, EventStreamRenderer):

@@ -14,7 +14,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-__all__ = ["Conflict", "PayloadTooLarge", "exception_handler"]
+__all__ = ["Conflict", "PayloadTooLarge", "TooManyRunsError", "exception_handler"]
 
 
 class Conflict(exceptions.APIException):
@@ -23,6 +23,14 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "A reply is still running in this conversation."
     default_code = "busy"
+
+
+class TooManyRunsError(exceptions.APIException):
+    """The user has as many runs going as the server allows at once."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_detail = "Too many replies are running; wait for one to finish."
+    default_code = "too_many_runs"
 
 
 class PayloadTooLarge(exceptions.APIException):

@@ -7,16 +7,22 @@ user's key is a 404, as if it did not exist.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import SimpleRouter
 
 from ..models import ApiKey
+
+if TYPE_CHECKING:
+    # django-stubs' placeholder for ``AUTH_USER_MODEL``, which its plugin resolves.
+    from django.contrib.auth.models import _User
 
 __all__ = ["ApiKeySerializer", "ApiKeyViewSet", "IssuedApiKeySerializer", "urlpatterns"]
 
@@ -39,6 +45,14 @@ class IssuedApiKeySerializer(ApiKeySerializer):
         fields = [*ApiKeySerializer.Meta.fields, "key"]
 
 
+def _signed_in(request: Request) -> _User:
+    """The signed-in user (the API's permission lets no anonymous request this far)."""
+    user = request.user
+    if isinstance(user, AnonymousUser):
+        raise NotAuthenticated
+    return user
+
+
 class ApiKeyViewSet(
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
@@ -51,14 +65,14 @@ class ApiKeyViewSet(
     lookup_value_converter = "int"
 
     def get_queryset(self) -> QuerySet[ApiKey]:
-        return ApiKey.objects.filter(user=self.request.user)
+        return ApiKey.objects.filter(user=_signed_in(self.request))
 
     @extend_schema(request=ApiKeySerializer, responses={201: IssuedApiKeySerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Create a key; the answer holds the full ``key``, which is never shown again."""
         serializer = ApiKeySerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        key, raw = ApiKey.objects.issue(user=request.user, **serializer.validated_data)
+        key, raw = ApiKey.objects.issue(user=_signed_in(request), **serializer.validated_data)
         # ``IssuedApiKeySerializer``'s shape; the secret is never an attribute of the row.
         return Response({**ApiKeySerializer(key).data, "key": raw}, status=status.HTTP_201_CREATED)
 

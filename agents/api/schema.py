@@ -9,7 +9,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 __all__ = ["ApiKeyScheme"]
 
 
-class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class ApiKeyScheme(OpenApiAuthenticationExtension):
     """``Authorization: Bearer <api key>``; drf-spectacular finds it by subclassing."""
 
     target_class = "agents.api.authentication.ApiKeyAuthentication"

@@ -64,7 +64,9 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     )
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
     usage = serializers.SerializerMethodField()
-    context = serializers.SerializerMethodField()
+    # DRF's metaclass pops declared fields off the class, so ``self.context`` stays the
+    # serializer's context at run time; the stubs see this field shadowing ``Field.context``.
+    context = serializers.SerializerMethodField()  # type: ignore[assignment]
 
     class Meta:
         model = Conversation
@@ -82,7 +84,8 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     @extend_schema_field(ContextSerializer(allow_null=True))
     def get_context(self, conversation: Conversation) -> dict[str, Any] | None:
         """The context meter; computed for one conversation, ``null`` in lists."""
-        readouts: dict[Any, dict[str, Any]] = self.context.get("readouts", {})
+        # ``super()``: the serializer's context, past the ``context`` field declared above.
+        readouts: dict[Any, dict[str, Any]] = super().context.get("readouts", {})
         return readouts.get(conversation.pk)
 
 

@@ -8,7 +8,7 @@ as JSON (the same object the websocket sends). A client that reconnects with ``L
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -33,7 +33,7 @@ class EventStreamRenderer(BaseRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         # Only an error reaches a renderer on an event-stream request: send it as one event.
         return f"event: error\ndata: {encode_text(data)}\n\n".encode()

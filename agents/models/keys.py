@@ -13,13 +13,17 @@ import hmac
 import secrets
 import string
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    # django-stubs' placeholder for ``AUTH_USER_MODEL``, which its plugin resolves.
+    from django.contrib.auth.models import _User
 
 __all__ = ["ApiKey", "ApiKeyQuerySet"]
 
@@ -68,7 +72,7 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
         return key
 
     def issue(
-        self, *, user: AbstractBaseUser, name: str, expires: datetime | None = None
+        self, *, user: _User, name: str, expires: datetime | None = None
     ) -> tuple[ApiKey, str]:
         """Create a key for ``user``; return it with the full key, which is never stored.
 

@@ -17,6 +17,7 @@ from orkestrel.core import (
     UsageChunk,
     estimate_messages,
 )
+from orkestrel.db import in_thread
 from orkestrel.protocol import (
     AbortFrame,
     CommittedFrame,
@@ -178,8 +179,10 @@ class ActiveRun:
         error: BaseException | None = None
         clock = asyncio.get_running_loop().time
         pacer = Pacer(self.manager.timings, clock())
+        outcome: asyncio.Future[AgentResult] | None = None
         try:
             stream = session.agent.stream(think=session.think)
+            outcome = stream.result
             channel = stream.channel
             while True:
                 await channel.wait()
@@ -198,6 +201,10 @@ class ActiveRun:
         except Exception as caught:
             error = caught
             logger.exception("run %s failed", self.run_id)
+            if outcome is not None:
+                # The channel raised the run's error; take it from the task too, or asyncio
+                # logs "Task exception was never retrieved" for every failed run.
+                await asyncio.gather(outcome, return_exceptions=True)
         finally:
             self.flush()
         await self._settle(result, error)
@@ -260,9 +267,24 @@ class ActiveRun:
         self._saved = size
         return self.run_id, content, thinking
 
+    async def _fail_settling(self) -> None:
+        """Settling failed (the database, a payload): the run still ends, and says so."""
+        try:
+            await in_thread(finish_run)(
+                self.run_id,
+                "error",
+                None,
+                "the reply could not be saved",
+                (self.content, self.thinking),
+            )
+        except Exception:
+            logger.exception("marking run %s failed", self.run_id)
+        self.emit(ErrorFrame, code="run_failed", message="the reply could not be saved")
+
     async def _settle(self, result: AgentResult | None, error: BaseException | None) -> None:
         # The final write below must land after any checkpoint in flight, never before it.
         await self.manager.checkpoints_done()
+        ended = False
         try:
             if result is not None:
                 done = result
@@ -275,11 +297,22 @@ class ActiveRun:
                 self.emit(FinishFrame, result=result_payload(done), context=self._context())
             else:
                 message = str(error) or type(error).__name__
-                await self._commit(then=lambda: finish_run(self.run_id, "error", None, message))
+                partial = (self.content, self.thinking)
+                if self.content:
+                    # What streamed before the failure stays in the transcript.
+                    self.session.agent.context.messages.add(
+                        {"role": "assistant", "content": self.content}
+                    )
+                await self._commit(
+                    then=lambda: finish_run(self.run_id, "error", None, message, partial)
+                )
                 self.emit(ErrorFrame, code="run_failed", message=message[:500])
+            ended = True
         except Exception:
             logger.exception("settling run %s failed", self.run_id)
         finally:
+            if not ended:
+                await self._fail_settling()
             self.settled = True
             self._wake()
             self.manager.release(self.conversation_id, self)

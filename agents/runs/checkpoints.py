@@ -1,7 +1,10 @@
-"""Checkpoints: every active run's in-flight text, saved every ``timings.checkpoint`` seconds.
+"""What keeps runs durable across a crash: checkpoints with heartbeats, and the sweep.
 
-A crash loses at most that much of an answer. One statement saves every run at once, so the
-database thread (and the GIL) stays out of the streams' way.
+Every ``timings.checkpoint`` seconds each active run's in-flight text is saved and its
+heartbeat moved, in one database hop for all of them (the database thread, and the GIL, stay
+out of the streams' way); a crash loses at most that much of an answer. Every
+``timings.sweep`` seconds any process closes the runs whose heartbeat went stale, whichever
+process held them, keeping their text: a killed server's runs end as ``interrupted``.
 """
 
 from __future__ import annotations
@@ -13,37 +16,45 @@ from collections.abc import Callable
 from orkestrel.db import in_thread
 
 from .fanout import spawn
-from .records import save_checkpoints
+from .records import recover_interrupted, save_checkpoints
 
-__all__ = ["Checkpointer"]
+__all__ = ["Checkpointer", "Sweeper"]
 
 logger = logging.getLogger(__name__)
 
 Rows = list[tuple[int, str, str]]
 
 
-class Checkpointer:
-    """One task that saves what ``rows()`` returns while ``running()`` says runs are active."""
+def _going(task: asyncio.Task[None] | None) -> bool:
+    # A task of a loop that was closed (a test's) never finishes: start one in this loop.
+    return task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
 
-    def __init__(self, every: float, rows: Callable[[], Rows], running: Callable[[], bool]) -> None:
+
+class Checkpointer:
+    """One task that saves what ``rows()`` returns and moves the heartbeat of ``alive()``'s
+    runs, while there are any."""
+
+    def __init__(
+        self, every: float, rows: Callable[[], Rows], alive: Callable[[], list[int]]
+    ) -> None:
         self._every = every
         self._rows = rows
-        self._running = running
+        self._alive = alive
         self._task: asyncio.Task[None] | None = None
         self._saving: asyncio.Future[None] | None = None
 
     def ensure(self) -> None:
         """Start the task if it is not going (the first run of a quiet spell)."""
-        if self._task is None or self._task.done():
+        if not _going(self._task):
             self._task = spawn(self._loop())
 
     async def _loop(self) -> None:
-        while self._running():
+        while self._alive():
             await asyncio.sleep(self._every)
-            rows = self._rows()
-            if not rows:
+            alive = self._alive()
+            if not alive:
                 continue
-            self._saving = asyncio.ensure_future(in_thread(save_checkpoints)(rows))
+            self._saving = asyncio.ensure_future(in_thread(save_checkpoints)(self._rows(), alive))
             try:
                 await self._saving
             except Exception:  # noqa: BLE001 - a failed checkpoint must not stop the next
@@ -53,3 +64,28 @@ class Checkpointer:
         """Wait for a checkpoint write in flight, if any (a run's final write goes after it)."""
         if self._saving is not None and not self._saving.done():
             await asyncio.gather(self._saving, return_exceptions=True)
+
+
+class Sweeper:
+    """One task per process that closes dead runs every ``every`` seconds, from its first use."""
+
+    def __init__(self, every: float, stale: float) -> None:
+        self._every = every
+        self._stale = stale
+        self._task: asyncio.Task[None] | None = None
+
+    def ensure(self) -> None:
+        """Start the task if it is not going in this event loop."""
+        if not _going(self._task):
+            self._task = spawn(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                closed = await in_thread(recover_interrupted)(self._stale)
+            except Exception:  # noqa: BLE001 - the next sweep tries again
+                logger.warning("closing dead runs failed", exc_info=True)
+            else:
+                if closed:
+                    logger.info("closed %d run(s) whose server process died", closed)
+            await asyncio.sleep(self._every)

@@ -13,16 +13,19 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+
 from orkestrel.core import Message, mint_id
 from orkestrel.db import in_thread
 
 from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
 from .active import ActiveRun
-from .checkpoints import Checkpointer
+from .checkpoints import Checkpointer, Sweeper
+from .errors import Busy
 from .fanout import FanOut, Subscriber, spawn
 from .payloads import section_payload
-from .records import prepare_run, save_events
+from .records import RunLimits, prepare_run, save_events
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
 
@@ -34,10 +37,6 @@ MANUAL_KEEP = 2
 # Settled runs kept in memory for followers while their frames are being stored (and a while
 # after: a follower that reconnects at once replays from memory, not from the database).
 RECENT_RUNS = 256
-
-
-class Busy(RuntimeError):
-    """A run is already streaming on this conversation."""
 
 
 class RunManager:
@@ -56,8 +55,9 @@ class RunManager:
         self._checkpoints = Checkpointer(
             timings.checkpoint,
             rows=lambda: [row for run in list(self._runs.values()) if (row := run.checkpoint())],
-            running=lambda: bool(self._runs),
+            alive=lambda: [run.run_id for run in list(self._runs.values())],
         )
+        self.sweeper = Sweeper(timings.sweep, timings.stale)
 
     # -- runs and subscribers -----------------------------------------------------------------
 
@@ -103,12 +103,16 @@ class RunManager:
         """Persist the user message, then start a run. Raises ``Busy`` while one runs."""
         if self.busy(conversation_id):
             raise Busy("a reply is still running in this conversation")
+        self.sweeper.ensure()
         self._starting.add(conversation_id)
         try:
             message = Message(mint_id(), "user", content, images=images or None)
             # One database hop: load everything, make the user message durable, open the run.
+            limits = RunLimits(
+                per_user=settings.ORKESTREL.get("MAX_RUNS_PER_USER", 0), stale=self.timings.stale
+            )
             loaded, run_id, usage, user_payload, title = await in_thread(prepare_run)(
-                conversation_id, user_id, message
+                conversation_id, user_id, message, self.origin, limits
             )
             session = await ChatSession.from_loaded(loaded)
             session.run_id = run_id

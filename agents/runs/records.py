@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import Conversation, Run
@@ -15,10 +17,12 @@ from orkestrel.core import AgentResult, Message, TokenUsage, create_conversation
 from workspaces.stores import DjangoWorkspaceStore
 
 from ..runtime.spec import LoadedSession, load_spec
+from .errors import Busy, TooManyRuns
 from .payloads import committed_payload
 
 __all__ = [
     "TITLE_LENGTH",
+    "RunLimits",
     "RunRecord",
     "owned_run",
     "run_conversation",
@@ -33,18 +37,23 @@ __all__ = [
 TITLE_LENGTH = 60
 
 
-def save_checkpoints(rows: list[tuple[int, str, str]]) -> None:
+def save_checkpoints(rows: list[tuple[int, str, str]], alive: Sequence[int] = ()) -> None:
     """Save every active run's in-flight text in one ``UPDATE`` (per chunk of rows).
 
     One statement, not ``executemany`` nor ``bulk_update``: the database thread shares the GIL
     with the event loop, and every statement it steps through hands the GIL back and forth
     (a ``bulk_update`` also compiles its ``CASE`` in Python). With 200 runs streaming, 200
     handoffs each second stalled every stream for tens of milliseconds.
+
+    ``alive`` are the ids of every run this process holds: their heartbeat moves (one more
+    statement), so no other process takes them for dead.
     """
     table = connection.ops.quote_name(Run._meta.db_table)
     limit = connection.features.max_query_params or 5_000
     size = max(1, limit // 5)
     with transaction.atomic(), connection.cursor() as cursor:
+        if alive:
+            Run.objects.filter(id__in=list(alive)).update(heartbeat=timezone.now())
         for start in range(0, len(rows), size):
             chunk = rows[start : start + size]
             cases = " ".join(["WHEN %s THEN %s"] * len(chunk))
@@ -60,6 +69,15 @@ def save_checkpoints(rows: list[tuple[int, str, str]]) -> None:
                 f"thinking = CASE id {cases} END WHERE id IN ({marks})",
                 params,
             )
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    """What starting a run checks: the user's runs at once (0: no cap), and when a run whose
+    holder stopped beating counts as dead (seconds)."""
+
+    per_user: int = 0
+    stale: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +149,17 @@ def save_events(run_id: int, frames: list[dict[str, Any]]) -> None:
     Run.objects.filter(id=run_id).update(events=frames)
 
 
-def finish_run(run_id: int, status: str, result: AgentResult | None, error: str) -> None:
+def finish_run(
+    run_id: int,
+    status: str,
+    result: AgentResult | None,
+    error: str,
+    partial: tuple[str, str] | None = None,
+) -> None:
+    """Settle the ``Run`` row; a failed run keeps its ``partial`` (content, thinking)."""
     fields: dict[str, Any] = {"status": status, "finished": timezone.now(), "error": error}
+    if partial is not None:
+        fields.update(content=partial[0], thinking=partial[1])
     if result is not None:
         fields.update(
             stop_reason=result.stop, content=result.content, thinking=result.thinking or ""
@@ -146,55 +173,105 @@ def finish_run(run_id: int, status: str, result: AgentResult | None, error: str)
     Run.objects.filter(id=run_id).update(**fields)
 
 
-def _start_run(conversation_id: str, content: str, title: str) -> tuple[int, str]:
-    """Open the ``Run`` row; name an untitled conversation. Returns the run id and the title."""
-    run = Run.objects.create(
-        conversation_id=conversation_id, status="running", started=timezone.now()
-    )
+ACTIVE = ("queued", "running")
+
+
+def _take_slot(conversation_id: str, user_id: int, holder: str, limits: RunLimits) -> int:
+    """Open the ``Run`` row: the conversation's one run slot, in every process.
+
+    A stale run (its holder stopped beating) is closed first; a fresh one makes this ``Busy``
+    (the database's partial unique constraint decides a race). ``TooManyRuns`` when the user
+    has ``limits.per_user`` runs going.
+    """
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=limits.stale)
+    for run in Run.objects.filter(conversation_id=conversation_id, status__in=ACTIVE):
+        if run.heartbeat is None or run.heartbeat < cutoff:
+            _interrupt(run)
+    if limits.per_user:
+        going = Run.objects.filter(
+            conversation__owner_id=user_id, status__in=ACTIVE, heartbeat__gte=cutoff
+        ).count()
+        if going >= limits.per_user:
+            raise TooManyRuns(
+                f"you have {going} replies running; wait for one to finish "
+                f"(at most {limits.per_user} at once)"
+            )
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(
+                conversation_id=conversation_id,
+                status="running",
+                started=now,
+                holder=holder,
+                heartbeat=now,
+            )
+    except IntegrityError:
+        raise Busy("a reply is still running in this conversation") from None
+    return run.id
+
+
+def _name(conversation_id: str, content: str, title: str) -> str:
+    """Name an untitled conversation after its first message; the title to show."""
     if not title:
         # An untitled conversation is named after its first message, as chat apps do.
         named = " ".join(content.split())[:TITLE_LENGTH]
         if named and Conversation.objects.filter(id=conversation_id, title="").update(title=named):
-            return run.id, named
+            return named
         # Named meanwhile (a rename in another tab): show what is stored.
         title = Conversation.objects.filter(id=conversation_id).values_list("title", flat=True)[0]
-    return run.id, title
+    return title
 
 
 def prepare_run(
-    conversation_id: str, user_id: int, message: Message
+    conversation_id: str, user_id: int, message: Message, holder: str, limits: RunLimits
 ) -> tuple[LoadedSession, int, TokenUsage, dict[str, Any], str]:
-    """Load the session, store the user message and open the ``Run`` row, in one transaction.
+    """Take the run slot, load the session and store the user message, in one transaction.
 
-    Few statements on purpose: each one hands the GIL to the event loop and waits to get it
-    back, so under load a start's wall time grows with its statement count.
+    A refused start (``Busy``, ``TooManyRuns``) stores nothing. Few statements on purpose:
+    each one hands the GIL to the event loop and waits to get it back, so under load a
+    start's wall time grows with its statement count.
     """
     with transaction.atomic():
         spec = load_spec(conversation_id, user_id)
+        run_id = _take_slot(conversation_id, user_id, holder, limits)
         # An append, not a ``set``: the history is read under the append's lock, not re-checked.
         stored = DjangoConversationStore(owner=user_id).append_sync(conversation_id, message)
         workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
-        run_id, title = _start_run(conversation_id, message.content, spec.title)
+        title = _name(conversation_id, message.content, spec.title)
     payload = committed_payload([message])[0]
     return LoadedSession(spec, stored, workspace), run_id, spec.usage, payload, title
 
 
-def recover_interrupted() -> int:
-    """Close runs a previous process left unfinished as ``interrupted``, keeping their text.
+def recover_interrupted(stale: float = 0.0) -> int:
+    """Close runs whose process died as ``interrupted``, keeping their text; how many.
 
-    The partial answer (last checkpoint) joins the conversation as an assistant message.
+    A run is dead when its heartbeat is older than ``stale`` seconds (``0``: every unfinished
+    run, for a start-up with no other server running). The partial answer (last checkpoint)
+    joins the conversation as an assistant message.
     """
-    store = DjangoConversationStore()
+    cutoff = timezone.now() - timedelta(seconds=stale)
     closed = 0
-    for run in Run.objects.filter(status__in=("queued", "running")).select_related("conversation"):
-        if run.content:
-            snapshot = store.get_sync(str(run.conversation_id))
-            if snapshot is not None:
-                conversation = create_conversation(snapshot=snapshot)
-                conversation.add({"role": "assistant", "content": run.content})
-                store.set_sync(conversation.snapshot())
-        Run.objects.filter(id=run.id).update(
-            status="interrupted", stop_reason="interrupted", finished=timezone.now()
-        )
+    dead = Run.objects.filter(status__in=ACTIVE).filter(
+        Q(heartbeat__isnull=True) | Q(heartbeat__lt=cutoff)
+    )
+    for run in dead:
+        with transaction.atomic():
+            _interrupt(run)
         closed += 1
     return closed
+
+
+def _interrupt(run: Run) -> None:
+    # Only if still active: another process may have closed it meanwhile.
+    if not Run.objects.filter(id=run.id, status__in=ACTIVE).update(
+        status="interrupted", stop_reason="interrupted", finished=timezone.now()
+    ):
+        return
+    if run.content:
+        store = DjangoConversationStore()
+        snapshot = store.get_sync(str(run.conversation_id))
+        if snapshot is not None:
+            conversation = create_conversation(snapshot=snapshot)
+            conversation.add({"role": "assistant", "content": run.content})
+            store.set_sync(conversation.snapshot())

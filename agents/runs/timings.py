@@ -34,8 +34,13 @@ class RunTimings:
     # that fell behind (a stall spent its burst) would otherwise wait the same fraction of a
     # tick for every later delta; with 5 % it is level again within 20 ticks.
     refill: float = 1.05
-    # How often every active run's in-flight text is saved: a crash loses at most this much.
+    # How often every active run's in-flight text is saved (and its heartbeat moved): a crash
+    # loses at most this much.
     checkpoint: float = 1.0
+    # A run whose heartbeat is older than this is dead (its process was killed): the next
+    # start on its conversation, or the sweep that runs this often, closes it as interrupted.
+    stale: float = 10.0
+    sweep: float = 5.0
     # A new run publishes its deltas to the shared layer for this long whatever it hears,
     # from its start and again once its probe is out: enough for idle sockets of other
     # processes to answer the probe (milliseconds), short enough that a burst of starts does

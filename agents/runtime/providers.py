@@ -6,6 +6,7 @@ from django.conf import settings
 
 from orkestrel.core import Provider
 from orkestrel.providers import AnthropicProvider, OllamaProvider, OpenAIProvider
+from orkestrel.providers.base import HttpProviderOptions
 
 from ..models import ProviderEndpoint
 from .demo import DEMO_WORD_DELAY, create_demo_provider
@@ -19,7 +20,7 @@ def provider_for(endpoint: ProviderEndpoint, model: str) -> Provider:
     if kind == ProviderEndpoint.Kind.SCRIPTED:
         delay = getattr(settings, "ORKESTREL", {}).get("DEMO_WORD_DELAY", DEMO_WORD_DELAY)
         return create_demo_provider(delay=delay, name=f"{endpoint.name}/{model}")
-    options = {
+    options: HttpProviderOptions = {
         "model": model,
         "base_url": endpoint.base_url,
         "api_key": endpoint.api_key(),

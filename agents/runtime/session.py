@@ -30,6 +30,7 @@ from orkestrel.core import (
 from orkestrel.core import (
     AuthorityDecision as Decision,
 )
+from orkestrel.core.workspace import MoveEvent
 from orkestrel.db import in_thread
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
@@ -138,7 +139,7 @@ class ChatSession:
             emitter = workspace.emitter
             emitter.on("write", lambda file: self._touch(file.path))
             emitter.on("remove", lambda path: self._drop(path))
-            emitter.on("move", lambda event: (self._drop(event["from"]), self._touch(event["to"])))
+            emitter.on("move", self._move)
             emitter.on("clear", self._clear)
 
     def _touch(self, path: str) -> None:
@@ -148,6 +149,10 @@ class ChatSession:
     def _drop(self, path: str) -> None:
         self._removed.add(path)
         self._written.discard(path)
+
+    def _move(self, event: MoveEvent) -> None:
+        self._drop(event["from"])
+        self._touch(event["to"])
 
     def _clear(self) -> None:
         self._cleared = True
@@ -190,21 +195,23 @@ class ChatSession:
         """Build the live agent; with ``preloaded`` the snapshots were read already."""
         profile = spec.profile
         provider = provider_for(spec.endpoint, profile.model_name)
+        conversation_store = DjangoConversationStore(owner=spec.user_id)
         conversations = ConversationManager(
             summarize=make_summarizer(provider),
             keep=profile.keep,
             sections=profile.sections_cap,
-            store=DjangoConversationStore(owner=spec.user_id),
+            store=conversation_store,
         )
         if not preloaded:
-            conversation = await conversations.store.get(spec.conversation_id)
+            conversation = await conversation_store.get(spec.conversation_id)
         if conversation is not None:
             conversations.add(snapshot=conversation)
         else:
             conversations.add(id=spec.conversation_id)
-        workspaces = WorkspaceManager(store=DjangoWorkspaceStore(owner=spec.user_id))
+        workspace_store = DjangoWorkspaceStore(owner=spec.user_id)
+        workspaces = WorkspaceManager(store=workspace_store)
         if not preloaded:
-            workspace = await workspaces.store.get(spec.workspace_id)
+            workspace = await workspace_store.get(spec.workspace_id)
         if workspace is not None:
             workspaces.add(id=spec.workspace_id, seed=workspace["files"])
         else:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from agents.models import AgentProfile, ProviderEndpoint, Tool
@@ -60,10 +61,10 @@ class Command(BaseCommand):
         "profile and the first operator account (printing its password once)."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin")
 
-    def handle(self, *args, username: str, **options) -> None:
+    def handle(self, *args: Any, username: str, **options: Any) -> None:
         closed = recover_interrupted()
         if closed:
             self.stdout.write(f"Closed {closed} interrupted run(s), keeping their partial text.")

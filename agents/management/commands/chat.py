@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.models import AgentProfile
 from agents.runs import Busy, RunManager
@@ -20,14 +20,16 @@ from conversations.services import create_conversation
 class Command(BaseCommand):
     help = "Chat with an agent profile in the terminal; /quit or end of input leaves."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("profile", help="the agent profile's slug")
         parser.add_argument("--user", help="username (default: the first operator)")
         parser.add_argument("--title", default="Terminal chat")
         # For call_command callers (tests, scripts): a stream to read lines from.
         parser.add_argument("--stdin", default=None, help=argparse.SUPPRESS)
 
-    def handle(self, *args: Any, profile: str, user: str | None, title: str, **options: Any):
+    def handle(
+        self, *args: Any, profile: str, user: str | None, title: str, **options: Any
+    ) -> None:
         try:
             chosen = AgentProfile.objects.get(slug=profile, enabled=True)
         except AgentProfile.DoesNotExist:

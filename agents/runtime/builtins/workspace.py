@@ -10,7 +10,7 @@ is a ``WorkspaceError`` whose message starts with its code (``MODALITY: ...``), 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from orkestrel.core import (
     BinaryContent,
@@ -22,6 +22,7 @@ from orkestrel.core import (
     create_tool,
     range_of,
 )
+from orkestrel.core.errors import WorkspaceErrorCode
 
 from ..registry import ToolContext
 
@@ -259,9 +260,10 @@ async def run_operation(manager: WorkspaceManager, arguments: Mapping[str, Any])
         if error.message.startswith(f"{error.code}:"):
             raise
         # The kit's own faults (MODALITY, PATTERN, RANGE) carry the code the model keys on.
-        raise WorkspaceError(
-            error.code, f"{error.code}: {error.message}", context=error.context
-        ) from error
+        # ``OrkestrelError`` types ``code`` as ``str``; a ``WorkspaceError``'s is always one of
+        # ``WorkspaceErrorCode`` (its constructor takes no other).
+        code = cast(WorkspaceErrorCode, error.code)
+        raise WorkspaceError(code, f"{code}: {error.message}", context=error.context) from error
     except (TypeError, ValueError) as error:
         # Argument shapes the schema let through (an empty path, a NUL) are tool faults too.
         raise _fault(str(error), operation=operation) from error

@@ -232,3 +232,12 @@ async def test_a_bad_last_event_id_is_a_400(alice_key, conversation, fast):
         f"/api/runs/{run.pk}/events/", headers={"Last-Event-ID": "soon"}
     )
     assert response.status_code == 400
+
+
+async def test_an_error_on_an_event_stream_request_is_json(alice_key, bob, fast):
+    response = await client_for(alice_key).get(
+        "/api/runs/999999/events/", headers={"Accept": "text/event-stream"}
+    )
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["code"] == "not_found"
