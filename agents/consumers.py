@@ -41,12 +41,13 @@ from .runs.errors import TooManyRuns
 from .runs.relay import listening, remote_snapshot
 from .runtime.spec import NoProfileError
 
-__all__ = ["ChatConsumer"]
+__all__ = ["ChatConsumer", "NotFoundConsumer"]
 
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
 
 
 @database_sync_to_async
@@ -232,3 +233,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             )
             if not stale:
                 await self.send_json(frame)
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Any other websocket path: refused with close code 4404 (not a server error)."""
+
+    async def connect(self) -> None:
+        await self.accept()
+        await self.close(code=CLOSE_NOT_FOUND)

@@ -15,9 +15,14 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
+from workspaces.services import MAX_TEXT_BYTES, max_image_bytes
+
 from .files import list_files, read_file, read_image, upload_file
 
 __all__ = ["workspace_file", "workspace_files", "workspace_image", "workspace_upload"]
+
+# Room for the multipart framing and the form's other fields around the file itself.
+MULTIPART_OVERHEAD = 64 * 1024
 
 
 def _path(request: HttpRequest) -> str:
@@ -59,6 +64,16 @@ def _wants_json(request: HttpRequest) -> bool:
 @require_POST
 def workspace_upload(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """Upload one text or image file (multipart field ``file``) into the workspace."""
+    # Refused on its declared length, before the body is read (a 64 MB upload was read
+    # whole and then refused).
+    limit = max(MAX_TEXT_BYTES, max_image_bytes()) + MULTIPART_OVERHEAD
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > limit:
+        message = f"The upload is too large (the limit is {limit} bytes)."
+        if _wants_json(request):
+            return JsonResponse({"error": message}, status=413)
+        messages.error(request, message)
+        return redirect("conversations:chat", conversation_id=conversation_id)
     upload = request.FILES.get("file")
     try:
         if upload is None:

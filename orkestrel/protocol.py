@@ -58,6 +58,7 @@ __all__ = [
     "UsageFrame",
     "UsagePayload",
     "encode",
+    "encodable",
     "encode_text",
     "check_image",
     "check_message",
@@ -470,6 +471,16 @@ class Limits:
         )
 
 
+def encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode: JSON's ``\\ud83d`` escape alone decodes to half an
+    emoji, which no frame holding it could be sent with."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_image(value: object, index: int, max_bytes: int) -> str:
     """Validate one base64 image (PNG, JPEG, GIF or WebP by its bytes); return it."""
     if not isinstance(value, str):
@@ -493,6 +504,8 @@ def check_message(
     ``prefix`` names the frame in errors (``"send."``)."""
     if not isinstance(content, str):
         raise FrameError("invalid", f"{prefix}content must be a string")
+    if not encodable(content):
+        raise FrameError("invalid", f"{prefix}content holds an unpaired surrogate")
     if len(content) > limits.max_message_chars:
         raise FrameError(
             "too_large", f"{prefix}content is longer than {limits.max_message_chars} characters"
@@ -530,12 +543,16 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
             data.get("content"), data.get("images"), limits, prefix="send."
         )
         nonce = data.get("nonce")
-        if nonce is not None and (not isinstance(nonce, str) or len(nonce) > 100):
+        if nonce is not None and (
+            not isinstance(nonce, str) or len(nonce) > 100 or not encodable(nonce)
+        ):
             raise FrameError("invalid", "send.nonce must be a short string")
         return ClientSend(content=content, images=images, nonce=nonce)
     if kind == "compact":
         focus = data.get("focus")
-        if focus is not None and (not isinstance(focus, str) or len(focus) > 2000):
+        if focus is not None and (
+            not isinstance(focus, str) or len(focus) > 2000 or not encodable(focus)
+        ):
             raise FrameError("invalid", "compact.focus must be a string of at most 2000 characters")
         return ClientCompact(focus=focus or None)
     if kind == "abort":

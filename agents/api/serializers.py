@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from agents.models import AgentProfile
 from conversations.models import Conversation
-from orkestrel.protocol import MAX_IMAGES
+from orkestrel.protocol import MAX_IMAGES, encodable
 
 __all__ = [
     "CompactSerializer",
@@ -104,6 +104,8 @@ class MessageCreateSerializer(serializers.Serializer[Any]):
     )
 
     def validate_content(self, value: str) -> str:
+        if not encodable(value):
+            raise serializers.ValidationError("The text holds an unpaired surrogate.")
         limit = settings.ORKESTREL["MAX_MESSAGE_CHARS"]
         if len(value) > limit:
             raise serializers.ValidationError(

@@ -187,6 +187,11 @@ async def test_foreign_origin_is_refused(user, conversation, manager):
         (json.dumps({"type": "send", "content": "x", "images": ["aGVsbG8="]}), "invalid"),
         (json.dumps({"type": "send", "content": "x", "images": "aGk="}), "invalid"),
         (json.dumps({"type": "compact", "focus": 3}), "invalid"),
+        ('{"type": ["send"]}', "unknown_type"),
+        ('{"type": {"a": 1}}', "unknown_type"),
+        ('{"type": "send", "content": "half \\ud83d"}', "invalid"),
+        ('{"type": "send", "content": "hi", "nonce": "\\udc00"}', "invalid"),
+        ('{"type": "compact", "focus": "\\ud83d"}', "invalid"),
     ],
     ids=[
         "not-json",
@@ -199,6 +204,11 @@ async def test_foreign_origin_is_refused(user, conversation, manager):
         "not-an-image",
         "images-not-list",
         "focus-not-string",
+        "type-a-list",
+        "type-an-object",
+        "content-lone-surrogate",
+        "nonce-lone-surrogate",
+        "focus-lone-surrogate",
     ],
 )
 async def test_bad_frames_get_an_error_frame_and_store_nothing(
@@ -397,3 +407,13 @@ async def test_a_socket_of_another_process_gets_the_whole_run_after_the_grace_pe
         await socket.disconnect()
     finally:
         channel_layers.backends.clear()
+
+
+async def test_an_unknown_websocket_path_is_closed_with_4404_not_a_server_error(user):
+    communicator = WebsocketCommunicator(application(), "/ws/nowhere/", headers=ORIGIN)
+    communicator.scope["user"] = user
+    await communicator.connect()
+    assert await communicator.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": 4404,
+    }

@@ -7,7 +7,9 @@ import struct
 import zlib
 
 import pytest
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
 from django.urls import reverse
 
 from conversations.files import list_files, upload_file
@@ -241,3 +243,14 @@ def test_upload_checks_csrf_and_accepts_the_header_chat_js_sends(alice, conversa
     )
     assert accepted.status_code == 201
     assert [f["path"] for f in list_files(user=alice, conversation_id=conversation.pk)] == ["a.txt"]
+
+
+def test_an_upload_declared_larger_than_any_limit_is_refused_before_it_is_read(
+    alice_client, conversation
+):
+    big = b"x" * (2 * 1024 * 1024)  # over 1 MB of text and the 1 MB image limit here
+    with override_settings(ORKESTREL={**settings.ORKESTREL, "MAX_IMAGE_BYTES": 1024 * 1024}):
+        response = upload(alice_client, conversation, "big.txt", big)
+    assert response.status_code == 413
+    assert "too large" in response.json()["error"]
+    assert list_files(user=conversation.owner, conversation_id=conversation.pk) == []
