@@ -8,11 +8,12 @@ from typing import Any, assert_never
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from conversations.models import Conversation, Run
-from conversations.services import conversation_state
+from conversations.services import ConversationState, conversation_state
 from orkestrel.protocol import (
     ClientAbort,
     ClientCompact,
@@ -22,12 +23,13 @@ from orkestrel.protocol import (
     ErrorFrame,
     FrameError,
     Limits,
+    RunSnapshot,
     ServerFrame,
     StateFrame,
-    encode_text,
     parse_client_frame,
 )
 
+from .framing import MAX_OUTGOING_BYTES, fitted
 from .runs import (
     Busy,
     RunManager,
@@ -61,7 +63,7 @@ def _running(conversation_id: str) -> bool:
 
 
 @database_sync_to_async
-def _state(user: Any, conversation_id: str) -> dict[str, Any]:
+def _state(user: Any, conversation_id: str) -> ConversationState:
     return conversation_state(user=user, conversation_id=conversation_id)
 
 
@@ -141,7 +143,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         live = True
 
     async def send_json(self, frame: ServerFrame | dict[str, Any]) -> None:
-        await self.send(text_data=encode_text(frame))
+        text = fitted(frame, settings.ORKESTREL.get("MAX_FRAME_BYTES", MAX_OUTGOING_BYTES))
+        if text is not None:
+            await self.send(text_data=text)
 
     async def _refuse(self, code: str, message: str) -> None:
         await self.send_json(ErrorFrame(code=code, message=message))
@@ -197,7 +201,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def on_resync(self, frame: ClientResync) -> None:
         await self._send_state()
 
-    async def _remote_snapshot(self) -> dict[str, Any] | None:
+    async def _remote_snapshot(self) -> RunSnapshot | None:
         """Ask the process running this conversation's answer for its in-flight snapshot."""
         layer = self.channel_layer
         if not is_shared(layer) or not await _running(self.conversation_id):

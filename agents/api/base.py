@@ -22,7 +22,9 @@ __all__ = ["JsonErrors", "deferred_json", "user_id"]
 
 def user_id(request: Request) -> int:
     """The authenticated user's primary key (every API view requires authentication)."""
-    return int(request.user.pk)
+    key = request.user.pk
+    assert key is not None  # ``IsAuthenticated`` let only a signed-in user through
+    return int(key)
 
 
 def deferred_json(body: Callable[[], Awaitable[dict[str, Any]]]) -> StreamingHttpResponse:

@@ -47,9 +47,13 @@ from .payloads import committed_payload, joined, reason_text
 from .records import finish_run
 from .timings import RunTimings
 
-__all__ = ["ActiveRun", "RunHost"]
+__all__ = ["TEXT_FRAME_CHARS", "ActiveRun", "RunHost"]
 
 logger = logging.getLogger(__name__)
+
+# The most text one token or think frame carries: at most 4 bytes a character, 256 KiB, well
+# under the 1 MiB a websocket server accepts by default (Daphne's, both ways).
+TEXT_FRAME_CHARS = 65_536
 
 
 class RunHost(Protocol):
@@ -118,7 +122,7 @@ class ActiveRun:
             "tools": list(self.tools),
         }
 
-    def emit(self, kind: type[ServerFrame], **fields: Any) -> None:
+    def emit(self, kind: Callable[..., ServerFrame], **fields: Any) -> None:
         """Number a frame of ``kind`` and hand it to the manager's ordered publisher.
 
         Buffered text goes out first, so frames keep the order the run produced them in.
@@ -154,15 +158,20 @@ class ActiveRun:
         self.emit(CompactionFrame, section=section)
 
     def flush(self) -> None:
-        """Send the coalesced token / think deltas as one frame each."""
+        """Send the coalesced token / think deltas as one frame each (or several, when the
+        text is longer than ``TEXT_FRAME_CHARS``: every frame stays under a socket's limit)."""
         if self._thoughts:
             text = "".join(self._thoughts)
             self._thoughts.clear()
-            self._publish(ThinkFrame(run=self.run_id, seq=self.seq + 1, content=text))
+            for start in range(0, len(text), TEXT_FRAME_CHARS):
+                part = text[start : start + TEXT_FRAME_CHARS]
+                self._publish(ThinkFrame(run=self.run_id, seq=self.seq + 1, content=part))
         if self._tokens:
             text = "".join(self._tokens)
             self._tokens.clear()
-            self._publish(TokenFrame(run=self.run_id, seq=self.seq + 1, content=text))
+            for start in range(0, len(text), TEXT_FRAME_CHARS):
+                part = text[start : start + TEXT_FRAME_CHARS]
+                self._publish(TokenFrame(run=self.run_id, seq=self.seq + 1, content=part))
 
     async def drive(self) -> None:
         """Run the agent to its end, publishing and committing as it goes.

@@ -14,6 +14,7 @@ from django.utils import timezone
 from conversations.models import Conversation, Run
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import AgentResult, Message, TokenUsage, create_conversation
+from orkestrel.protocol import MessagePayload
 from workspaces.stores import DjangoWorkspaceStore
 
 from ..runtime.spec import LoadedSession, load_spec
@@ -58,7 +59,7 @@ def save_checkpoints(rows: list[tuple[int, str, str]], alive: Sequence[int] = ()
             chunk = rows[start : start + size]
             cases = " ".join(["WHEN %s THEN %s"] * len(chunk))
             marks = ", ".join(["%s"] * len(chunk))
-            params: list[object] = []
+            params: list[int | str] = []
             for run_id, content, _ in chunk:
                 params += [run_id, content]
             for run_id, _, thinking in chunk:
@@ -99,34 +100,26 @@ class RunRecord:
 
 def owned_run(user_id: int, run_id: int) -> RunRecord | None:
     """The run ``run_id`` if it is on one of the user's conversations, else ``None``."""
-    row = (
-        Run.objects.filter(id=run_id, conversation__owner_id=user_id)
-        .values(
-            "id",
-            "conversation_id",
-            "status",
-            "stop_reason",
-            "error",
-            "content",
-            "thinking",
-            "usage_prompt",
-            "usage_completion",
-            "usage_total",
-            "created",
-            "started",
-            "finished",
-        )
-        .first()
-    )
-    if row is None:
+    run = Run.objects.filter(id=run_id, conversation__owner_id=user_id).defer("events").first()
+    if run is None:
         return None
-    usage = {
-        "prompt": row.pop("usage_prompt"),
-        "completion": row.pop("usage_completion"),
-        "total": row.pop("usage_total"),
-    }
-    row["conversation_id"] = str(row["conversation_id"])
-    return RunRecord(usage=usage, **row)
+    return RunRecord(
+        id=run.id,
+        conversation_id=str(run.conversation_id),
+        status=run.status,
+        stop_reason=run.stop_reason,
+        error=run.error,
+        content=run.content,
+        thinking=run.thinking,
+        usage={
+            "prompt": run.usage_prompt,
+            "completion": run.usage_completion,
+            "total": run.usage_total,
+        },
+        created=run.created,
+        started=run.started,
+        finished=run.finished,
+    )
 
 
 def run_conversation(run_id: int) -> str:
@@ -225,7 +218,7 @@ def _name(conversation_id: str, content: str, title: str) -> str:
 
 def prepare_run(
     conversation_id: str, user_id: int, message: Message, holder: str, limits: RunLimits
-) -> tuple[LoadedSession, int, TokenUsage, dict[str, Any], str]:
+) -> tuple[LoadedSession, int, TokenUsage, MessagePayload, str]:
     """Take the run slot, load the session and store the user message, in one transaction.
 
     A refused start (``Busy``, ``TooManyRuns``) stores nothing. Few statements on purpose:

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
+from orkestrel.protocol import RunSnapshot
+
 from .active import ActiveRun
 from .fanout import spawn
 from .groups import group_name, is_shared, join_group
@@ -236,7 +238,7 @@ def listening(conversation_id: str, origin: str) -> dict[str, Any]:
 
 async def remote_snapshot(
     layer: Any, *, origin: str, conversation_id: str, wait: float
-) -> dict[str, Any] | None:
+) -> RunSnapshot | None:
     """Ask the process running the conversation's answer for its in-flight snapshot (waiting
     ``wait`` seconds at most)."""
     reply = await layer.new_channel()
@@ -248,7 +250,7 @@ async def remote_snapshot(
         message = await asyncio.wait_for(layer.receive(reply), wait)
     except TimeoutError:
         return None
-    snapshot: dict[str, Any] | None = message.get("snapshot")
+    snapshot: RunSnapshot | None = message.get("snapshot")
     return snapshot
 
 

@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -19,6 +19,7 @@ from orkestrel.core import (
     ConversationManager,
     ConversationSnapshot,
     InstructionManager,
+    ThinkingLevel,
     TokenUsage,
     ToolCall,
     ToolResult,
@@ -164,9 +165,10 @@ class ChatSession:
         return self.spec.conversation_id
 
     @property
-    def think(self) -> str | None:
+    def think(self) -> ThinkingLevel | None:
         """The profile's thinking level for run options (``None``: provider default)."""
-        return self.spec.profile.thinking or None
+        # The model's choices are the kit's levels (``AgentProfile.Thinking``).
+        return cast(ThinkingLevel, self.spec.profile.thinking) or None
 
     @classmethod
     async def open(cls, conversation_id: str, user_id: int) -> ChatSession:
