@@ -12,8 +12,10 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from conversations.attachments import discard_attachments, resolve_attachments
 from conversations.models import Conversation, Run
 from conversations.services import ConversationState, conversation_state
+from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ClientAbort,
     ClientCompact,
@@ -179,13 +181,25 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 assert_never(frame)
 
     async def on_send(self, frame: ClientSend) -> None:
+        images = frame.images
+        if frame.attachments:
+            try:
+                attached = await in_thread(resolve_attachments)(
+                    self.conversation_id, frame.attachments
+                )
+            except LookupError as error:
+                await self._refuse("invalid", f"send.attachments: {error}")
+                return
+            images = (*images, *attached)
         await self.service.start(
             user_id=self.user.id,
             conversation_id=self.conversation_id,
             content=frame.content,
-            images=frame.images,
+            images=images,
             nonce=frame.nonce,
         )
+        if frame.attachments:
+            await in_thread(discard_attachments)(self.conversation_id, frame.attachments)
 
     async def on_abort(self, frame: ClientAbort) -> None:
         if not self.service.cancel(self.conversation_id):

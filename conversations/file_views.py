@@ -17,9 +17,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from workspaces.services import MAX_TEXT_BYTES, max_image_bytes
 
+from .attachments import attach_image
 from .files import list_files, read_file, read_image, upload_file
 
-__all__ = ["workspace_file", "workspace_files", "workspace_image", "workspace_upload"]
+__all__ = [
+    "attachment_upload",
+    "workspace_file",
+    "workspace_files",
+    "workspace_image",
+    "workspace_upload",
+]
 
 # Room for the multipart framing and the form's other fields around the file itself.
 MULTIPART_OVERHEAD = 64 * 1024
@@ -89,3 +96,24 @@ def workspace_upload(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
             return JsonResponse({"file": info}, status=201)
         messages.success(request, f"Uploaded {info['path']}.")
     return redirect("conversations:chat", conversation_id=conversation_id)
+
+
+@login_required
+@require_POST
+def attachment_upload(request: HttpRequest, conversation_id: uuid.UUID) -> JsonResponse:
+    """Upload one image (multipart field ``file``) for the next message: ``{"attachment":
+    {id, mime, size}}``; the ``send`` frame names it in ``attachments``."""
+    limit = max_image_bytes() + MULTIPART_OVERHEAD
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > limit:
+        return JsonResponse(
+            {"error": f"The image is larger than {max_image_bytes()} bytes."}, status=413
+        )
+    upload = request.FILES.get("file")
+    try:
+        if upload is None:
+            raise ValidationError({"file": "Choose an image to attach."})
+        info = attach_image(user=request.user, conversation_id=conversation_id, upload=upload)
+    except ValidationError as exc:
+        return JsonResponse({"error": " ".join(exc.messages)}, status=400)
+    return JsonResponse({"attachment": info}, status=201)

@@ -20,6 +20,7 @@ from django.db.models import Q
 from orkestrel.core.messages import MessageRole, is_tool_call, to_outcome
 
 __all__ = [
+    "Attachment",
     "AuthorityDecision",
     "Conversation",
     "Message",
@@ -411,3 +412,31 @@ class ToolFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} failed"
+
+
+class Attachment(models.Model):
+    """An image uploaded over HTTP for the next message, until a ``send`` frame takes it.
+
+    Images travel apart from the websocket frame: a frame must stay under the server's
+    message limit (1 MiB by default), and a message may carry eight images of 5 MB.
+    """
+
+    id = models.UUIDField("id", primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+        verbose_name="conversation",
+    )
+    data = models.TextField("data", help_text="The image, base64.")
+    mime = models.CharField("MIME type", max_length=32)
+    size = models.PositiveIntegerField("size (bytes)")
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "attachment"
+        verbose_name_plural = "attachments"
+        ordering = ["created"]
+
+    def __str__(self) -> str:
+        return f"{self.mime}, {self.size} bytes"

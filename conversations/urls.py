@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import file_views, views
 
 app_name = "conversations"
 
@@ -13,6 +13,11 @@ urlpatterns = [
     path("c/<uuid:conversation_id>/rename/", views.conversation_rename, name="rename"),
     path("c/<uuid:conversation_id>/delete/", views.conversation_delete, name="delete"),
     path("c/<uuid:conversation_id>/messages/", views.conversation_messages, name="messages"),
+    path(
+        "c/<uuid:conversation_id>/attachments/",
+        file_views.attachment_upload,
+        name="attachments",
+    ),
     path(
         "c/<uuid:conversation_id>/sections/<str:section_id>/",
         views.conversation_section,

@@ -60,6 +60,7 @@ __all__ = [
     "encode",
     "encodable",
     "encode_text",
+    "check_attachments",
     "check_image",
     "check_message",
     "message_payload",
@@ -76,7 +77,9 @@ IMAGE_SIGNATURES = (
     b"GIF89a",
 )
 MAX_IMAGES = 8
-MAX_FRAME_BYTES = 32 * 1024 * 1024
+# Under the 1 MiB a websocket server accepts by default (Daphne's), so an oversized frame gets
+# a ``too_large`` answer instead of a dead socket; images go up over HTTP (``attachments``).
+MAX_FRAME_BYTES = 1024 * 1024 - 4096
 # ``Limits``' defaults, named here: on a slotted dataclass ``Limits.max_message_chars`` is the
 # slot descriptor, not the default.
 _DEFAULT_MAX_MESSAGE_CHARS = 100_000
@@ -412,6 +415,7 @@ class ClientSend:
     type: Literal["send"] = "send"
     content: str
     images: tuple[str, ...] = ()
+    attachments: tuple[str, ...] = ()
     nonce: str | None = None
 
 
@@ -497,11 +501,24 @@ def check_image(value: object, index: int, max_bytes: int) -> str:
     return value
 
 
+def check_attachments(value: object, *, prefix: str = "") -> tuple[str, ...]:
+    """Validate a list of attachment ids (uploaded images, at most ``MAX_IMAGES``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise FrameError("invalid", f"{prefix}attachments must be a list of ids")
+    if len(value) > MAX_IMAGES:
+        raise FrameError("too_large", f"at most {MAX_IMAGES} images per message")
+    if any(len(item) > 64 or not encodable(item) for item in value):
+        raise FrameError("invalid", f"{prefix}attachments must be a list of ids")
+    return tuple(value)
+
+
 def check_message(
-    content: object, images: object, limits: Limits, *, prefix: str = ""
+    content: object, images: object, limits: Limits, *, prefix: str = "", more: int = 0
 ) -> tuple[str, tuple[str, ...]]:
     """Validate a user message's text and images (the ``send`` frame, the API's message);
-    ``prefix`` names the frame in errors (``"send."``)."""
+    ``prefix`` names the frame in errors (``"send."``), ``more`` counts attached images."""
     if not isinstance(content, str):
         raise FrameError("invalid", f"{prefix}content must be a string")
     if not encodable(content):
@@ -513,10 +530,10 @@ def check_message(
     listed = images or []
     if not isinstance(listed, list):
         raise FrameError("invalid", f"{prefix}images must be a list")
-    if len(listed) > MAX_IMAGES:
+    if len(listed) + more > MAX_IMAGES:
         raise FrameError("too_large", f"at most {MAX_IMAGES} images per message")
     checked = tuple(check_image(item, i, limits.max_image_bytes) for i, item in enumerate(listed))
-    if not content.strip() and not checked:
+    if not content.strip() and not checked and not more:
         raise FrameError(
             "invalid", f"{prefix.rstrip('.') or 'a message'} needs content or an image"
         )
@@ -539,15 +556,16 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
     if not isinstance(kind, str) or kind not in CLIENT_FRAMES:
         raise FrameError("unknown_type", f"unknown frame type {_short(kind)}")
     if kind == "send":
+        attachments = check_attachments(data.get("attachments"), prefix="send.")
         content, images = check_message(
-            data.get("content"), data.get("images"), limits, prefix="send."
+            data.get("content"), data.get("images"), limits, prefix="send.", more=len(attachments)
         )
         nonce = data.get("nonce")
         if nonce is not None and (
             not isinstance(nonce, str) or len(nonce) > 100 or not encodable(nonce)
         ):
             raise FrameError("invalid", "send.nonce must be a short string")
-        return ClientSend(content=content, images=images, nonce=nonce)
+        return ClientSend(content=content, images=images, attachments=attachments, nonce=nonce)
     if kind == "compact":
         focus = data.get("focus")
         if focus is not None and (

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -16,13 +17,15 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
+from rest_framework.parsers import MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations import services, transfer
+from conversations.attachments import attach_image, discard_attachments, resolve_attachments
 from conversations.models import Conversation
-from orkestrel.protocol import FrameError, Limits, check_image
+from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 
 from ..runs import Busy
 from ..runs.errors import TooManyRuns
@@ -33,6 +36,8 @@ from .events import EVENT_STREAM_RESPONSE
 from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
 from .runs import run_body, settled_body
 from .serializers import (
+    AttachmentSerializer,
+    AttachmentUploadSerializer,
     CompactSerializer,
     ConversationSerializer,
     ConversationUpdateSerializer,
@@ -146,10 +151,17 @@ class ConversationViewSet(
         serializer = MessageCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         images = self._images(serializer.validated_data["images"])
+        attachments = [str(key) for key in serializer.validated_data["attachments"]]
         content = serializer.validated_data["content"]
-        if not content.strip() and not images:
+        if not content.strip() and not images and not attachments:
             raise exceptions.ValidationError({"content": ["A message needs content or an image."]})
+        if len(images) + len(attachments) > MAX_IMAGES:
+            raise exceptions.ValidationError({"images": [f"At most {MAX_IMAGES} images."]})
         conversation = _conversation(request, pk)
+        try:
+            images = (*images, *resolve_attachments(str(conversation.pk), attachments))
+        except LookupError as error:
+            raise exceptions.ValidationError({"attachments": [str(error)]}) from None
         try:
             handle = async_to_sync(self.service.start)(
                 user_id=user_id(request),
@@ -163,6 +175,7 @@ class ConversationViewSet(
             raise TooManyRunsError(str(error)) from None
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
+        discard_attachments(str(conversation.pk), attachments)
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return event_stream(self.service.follow(handle.id))
         if _truthy(request.query_params.get("wait")):
@@ -197,6 +210,23 @@ class ConversationViewSet(
             except FrameError as error:
                 raise exceptions.ValidationError({"images": [str(error)]}) from None
         return tuple(checked)
+
+    @extend_schema(
+        summary="Attach an image to the next message",
+        description=(
+            "Multipart upload (field `file`): a PNG, JPEG, GIF or WebP image within "
+            "`ORKESTREL_MAX_IMAGE_BYTES`. Send its `id` in a message's `attachments`."
+        ),
+        request={"multipart/form-data": AttachmentUploadSerializer},
+        responses={201: AttachmentSerializer},
+    )
+    @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
+    def attachments(self, request: Request, pk: str) -> Response:
+        upload = request.FILES.get("file")
+        if not isinstance(upload, UploadedFile):
+            raise exceptions.ValidationError({"file": ["Choose an image to attach."]})
+        info = attach_image(user=request.user, conversation_id=pk, upload=upload)
+        return Response(info, status=status.HTTP_201_CREATED)
 
     # -- sections, compaction, search ---------------------------------------------------------
 

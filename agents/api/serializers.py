@@ -13,6 +13,8 @@ from conversations.models import Conversation
 from orkestrel.protocol import MAX_IMAGES, encodable
 
 __all__ = [
+    "AttachmentSerializer",
+    "AttachmentUploadSerializer",
     "CompactSerializer",
     "ConversationSerializer",
     "ConversationUpdateSerializer",
@@ -102,6 +104,13 @@ class MessageCreateSerializer(serializers.Serializer[Any]):
     images = serializers.ListField(
         child=serializers.CharField(), required=False, default=list, max_length=MAX_IMAGES
     )
+    attachments = serializers.ListField(
+        child=serializers.UUIDField(format="hex_verbose"),
+        required=False,
+        default=list,
+        max_length=MAX_IMAGES,
+        help_text="Ids of images uploaded with POST …/attachments/.",
+    )
 
     def validate_content(self, value: str) -> str:
         if not encodable(value):
@@ -112,6 +121,18 @@ class MessageCreateSerializer(serializers.Serializer[Any]):
                 f"Ensure this field has no more than {limit} characters.", code="max_length"
             )
         return value
+
+
+class AttachmentSerializer(serializers.Serializer[Any]):
+    """An image uploaded for the next message."""
+
+    id = serializers.UUIDField()
+    mime = serializers.CharField()
+    size = serializers.IntegerField()
+
+
+class AttachmentUploadSerializer(serializers.Serializer[Any]):
+    file = serializers.FileField(help_text="A PNG, JPEG, GIF or WebP image.")
 
 
 class CompactSerializer(serializers.Serializer[Any]):

@@ -12,6 +12,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import AsyncClient
 
 from agents.management.commands.bootstrap import ensure_demo_profile
@@ -241,3 +242,29 @@ async def test_an_error_on_an_event_stream_request_is_json(alice_key, bob, fast)
     assert response.status_code == 404
     assert response["Content-Type"] == "application/json"
     assert response.json()["code"] == "not_found"
+
+
+async def test_an_image_attached_through_the_api_reaches_the_message(alice_key, conversation, fast):
+    client = client_for(alice_key)
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+    uploaded = await client.post(
+        f"/api/conversations/{conversation.pk}/attachments/",
+        {"file": SimpleUploadedFile("a.png", png, content_type="image/png")},
+    )
+    assert uploaded.status_code == 201
+    attachment = uploaded.json()["id"]
+    sent = await client.post(
+        f"/api/conversations/{conversation.pk}/messages/?wait=true",
+        {"content": "see this", "attachments": [attachment]},
+        content_type="application/json",
+    )
+    assert sent.status_code == 200
+    await read_stream(sent)
+    stored = await sync_to_async(Message.objects.get)(conversation=conversation, role="user")
+    assert len(stored.images) == 1
+    again = await client.post(
+        f"/api/conversations/{conversation.pk}/messages/",
+        {"content": "again", "attachments": [attachment]},
+        content_type="application/json",
+    )
+    assert again.status_code == 400 and "attachments" in again.json()["errors"]
