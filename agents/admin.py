@@ -6,6 +6,7 @@ No secret is ever displayed: endpoints show whether their key variable is set, n
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.contrib import admin, messages
@@ -22,6 +23,7 @@ from .authority import evaluate_policy
 from .connection import check_endpoint
 from .forms import AuthorityRuleForm, EvaluateCallForm, PrettyJSONField
 from .models import (
+    AgentJob,
     AgentProfile,
     ApiKey,
     AuthorityPolicy,
@@ -32,8 +34,11 @@ from .models import (
     Tool,
     bump_config_revision,
 )
+from .models.keys import ApiKeyQuerySet
 
-JSON_OVERRIDES = {models.JSONField: {"form_class": PrettyJSONField}}
+JSON_OVERRIDES: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
+    models.JSONField: {"form_class": PrettyJSONField}
+}
 
 
 @admin.register(ProviderEndpoint)
@@ -82,7 +87,17 @@ class ToolAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["name", "kind", "enabled", "safe", "timeout"]}),
         ("Description", {"fields": ["summary", "description", "parameters"]}),
-        ("HTTP", {"fields": ["http_method", "url_template", "header_env"]}),
+        (
+            "HTTP",
+            {
+                "fields": [
+                    "http_method",
+                    "url_template",
+                    "header_env",
+                    "follow_cross_origin_redirects",
+                ]
+            },
+        ),
         ("History", {"fields": ["created", "updated"]}),
     ]
 
@@ -284,7 +299,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_filter = [("revoked", admin.EmptyFieldListFilter), "created", "expires"]
     list_select_related = ["user"]
     search_fields = ["name", "prefix", "user__username"]
-    fields = ["user", "name", "display_prefix", "created", "last_used", "expires", "revoked"]
+    fields = ("user", "name", "display_prefix", "created", "last_used", "expires", "revoked")
     readonly_fields = fields
     actions = ["revoke_keys"]
 
@@ -315,6 +330,53 @@ class ApiKeyAdmin(admin.ModelAdmin):
         return actions
 
     @admin.action(description="Revoke selected keys", permissions=["revoke"])
-    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+    def revoke_keys(self, request: HttpRequest, queryset: ApiKeyQuerySet) -> None:
         count = queryset.revoke()
         self.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)
+
+
+@admin.register(AgentJob)
+class AgentJobAdmin(admin.ModelAdmin):
+    """Read-only: jobs are enqueued through the API and settled by the server that runs them.
+
+    Deleting stays possible (deleting a user deletes their jobs, and the admin asks for this
+    permission then); a job still open is deleted from under its holder, which then stops
+    writing to it.
+    """
+
+    list_display = ["id", "user", "profile", "status", "attempts", "created", "finished", "owner"]
+    list_filter = ["status", "created"]
+    list_select_related = ["user", "profile"]
+    search_fields = ["id", "user__username", "profile__slug", "owner"]
+    fieldsets = [
+        (None, {"fields": ["id", "user", "profile", "status", "attempts", "cancel_requested"]}),
+        ("Request", {"fields": ["job", "retries", "allow_partial"]}),
+        ("Outcome", {"fields": ["result", "error_code", "error"]}),
+        ("Holder", {"fields": ["owner", "heartbeat"]}),
+        ("History", {"fields": ["created", "started", "finished"]}),
+    ]
+    readonly_fields = [
+        "id",
+        "user",
+        "profile",
+        "status",
+        "attempts",
+        "cancel_requested",
+        "job",
+        "retries",
+        "allow_partial",
+        "result",
+        "error_code",
+        "error",
+        "owner",
+        "heartbeat",
+        "created",
+        "started",
+        "finished",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AgentJob | None = None) -> bool:
+        return False

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from orkestrel.core import ProviderError
+
 from .models import ProviderEndpoint
 
 __all__ = ["ConnectionCheck", "check_endpoint", "models_url"]
@@ -72,7 +74,11 @@ def check_endpoint(
     url = models_url(endpoint)
     if url is None:
         return ConnectionCheck(True, "scripted endpoint: nothing to connect to")
-    key = endpoint.api_key()
+    try:
+        key = endpoint.api_key()
+    except ProviderError as error:
+        # A forbidden key variable: say why, and send nothing (not even a keyless request).
+        return ConnectionCheck(False, f"{error.message} Nothing was sent.")
     note = ""
     if endpoint.api_key_env and key is None:
         note = f" (key variable {endpoint.api_key_env} is not set)"

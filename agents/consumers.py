@@ -41,7 +41,7 @@ from .runs import (
     join_group,
     run_manager,
 )
-from .runs.errors import TooManyRuns
+from .runs.errors import StartFailed, TooManyRuns
 from .runs.relay import listening, remote_snapshot
 from .runtime.spec import NoProfileError
 
@@ -164,6 +164,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("busy", str(error))
         except TooManyRuns as error:
             await self._refuse("too_many_runs", str(error))
+        except StartFailed as error:
+            await self._refuse("run_failed", str(error)[:500])
         except NoProfileError as error:
             await self._refuse("no_profile", str(error))
 

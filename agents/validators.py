@@ -6,24 +6,36 @@ the models attach them to fields, so a bad value comes back as that field's erro
 
 from __future__ import annotations
 
+import ast
 import fnmatch
+import functools
+import importlib.util
+import os
 import re
 import string
 from collections.abc import Iterable
 from typing import Any
 
 import jsonschema
+from django.conf import ENVIRONMENT_VARIABLE, settings
 from django.core.exceptions import ValidationError
 
 __all__ = [
+    "DEFAULT_KEY_VARIABLES",
     "ENV_NAME_PATTERN",
+    "PROJECT_VARIABLES",
     "TOOL_NAME_PATTERN",
     "default_parameters",
+    "key_variable_patterns",
+    "key_variable_problem",
     "looks_like_secret",
+    "project_variables",
+    "template_origin_problem",
     "template_placeholders",
     "validate_env_name",
     "validate_glob",
     "validate_header_env",
+    "validate_key_variable",
     "validate_name_list",
     "validate_parameters_schema",
     "validate_positive",
@@ -80,6 +92,98 @@ def validate_env_name(value: str) -> None:
             "not starting with a digit (for example OPENAI_API_KEY).",
             code="invalid",
         )
+
+
+# What a key variable may be called; ``ORKESTREL["KEY_VARIABLES"]`` adds globs to these.
+DEFAULT_KEY_VARIABLES = ("*_API_KEY", "*_TOKEN")
+# Variables the project reads for itself, refused whatever the patterns say; the settings
+# module's own ``env(...)`` names are added to these (see ``project_variables``).
+PROJECT_VARIABLES = frozenset(
+    {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}
+)
+
+
+def key_variable_patterns() -> tuple[str, ...]:
+    """The globs a key variable's name must match: the defaults, then the configured ones."""
+    configured = getattr(settings, "ORKESTREL", {}).get("KEY_VARIABLES") or ()
+    if isinstance(configured, str):
+        configured = configured.split(",")
+    extra = tuple(glob.strip() for glob in configured if isinstance(glob, str) and glob.strip())
+    return DEFAULT_KEY_VARIABLES + extra
+
+
+def _read_name(node: ast.Call) -> str | None:
+    # env("X"), env.bool("X"), env.db("X"), os.environ.get("X"), os.getenv("X")
+    func = node.func
+    if isinstance(func, ast.Name):
+        reads = func.id == "env"
+    elif isinstance(func, ast.Attribute):
+        owner = func.value
+        reads = (
+            (isinstance(owner, ast.Name) and owner.id == "env")
+            or (func.attr == "getenv" and isinstance(owner, ast.Name) and owner.id == "os")
+            or (func.attr == "get" and isinstance(owner, ast.Attribute) and owner.attr == "environ")
+        )
+    else:
+        reads = False
+    if reads and node.args and isinstance(node.args[0], ast.Constant):
+        value = node.args[0].value
+        return value if isinstance(value, str) else None
+    return None
+
+
+@functools.cache
+def _settings_variables(module: str | None) -> frozenset[str]:
+    """The environment variables the settings module's source reads (a parse, not an import)."""
+    try:
+        spec = importlib.util.find_spec(module) if module else None
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return frozenset()
+    with open(spec.origin, encoding="utf-8") as source:
+        tree = ast.parse(source.read(), spec.origin)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _read_name(node)
+            if name is not None:
+                names.add(name)
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "Env":
+                # environ.Env(DEBUG=(bool, False), ...) declares variables by keyword.
+                names.update(keyword.arg for keyword in node.keywords if keyword.arg)
+    return frozenset(names)
+
+
+def project_variables() -> frozenset[str]:
+    """Every variable the project reads for itself: ``PROJECT_VARIABLES`` and settings.py's."""
+    # The environment first: overridden settings (tests) report no SETTINGS_MODULE.
+    module = os.environ.get(ENVIRONMENT_VARIABLE) or getattr(settings, "SETTINGS_MODULE", None)
+    return PROJECT_VARIABLES | _settings_variables(module)
+
+
+def key_variable_problem(name: str) -> str | None:
+    """Why ``name`` may not hold a key sent to an endpoint or a tool, or ``None`` if it may."""
+    if name in project_variables():
+        return (
+            f"{name!r} is one of this project's own settings: its value is never sent to an "
+            "endpoint or a tool."
+        )
+    patterns = key_variable_patterns()
+    if not any(fnmatch.fnmatchcase(name, glob) for glob in patterns):
+        return (
+            f"{name!r} is not an allowed key variable: use a name matching "
+            f"{', '.join(patterns)} (ORKESTREL_KEY_VARIABLES adds patterns)."
+        )
+    return None
+
+
+def validate_key_variable(value: str) -> None:
+    """An environment variable's name that may hold a key (see ``key_variable_problem``)."""
+    validate_env_name(value)
+    problem = key_variable_problem(value)
+    if problem is not None:
+        raise ValidationError(problem, code="not_allowed")
 
 
 def validate_positive(value: float) -> None:
@@ -145,10 +249,29 @@ def template_placeholders(template: str) -> list[str]:
     return names
 
 
+def template_origin_problem(template: str) -> str | None:
+    """Why ``template``'s scheme, host or port is not fixed text, or ``None`` if it is.
+
+    The operator decides where a tool's requests go; the model only fills the path and query.
+    """
+    scheme, separator, rest = template.partition("://")
+    ends = [index for index in (rest.find(mark) for mark in "/?#") if index >= 0]
+    origin = scheme + separator + rest[: min(ends, default=len(rest))]
+    if "{" in origin or "}" in origin:
+        return "Placeholders may fill the path and query only, never the scheme, host or port."
+    return None
+
+
 def validate_url_template(template: str, parameters: Iterable[str]) -> None:
-    """An http(s) URL whose ``{placeholders}`` are bare names of declared parameters."""
+    """An http(s) URL whose ``{placeholders}`` are bare names of declared parameters.
+
+    Placeholders may not appear in the scheme, host or port (``template_origin_problem``).
+    """
     if not template.startswith(("http://", "https://")):
         raise ValidationError("The URL must start with http:// or https://.", code="scheme")
+    problem = template_origin_problem(template)
+    if problem is not None:
+        raise ValidationError(problem, code="origin_placeholder")
     try:
         names = template_placeholders(template)
     except ValueError as error:
@@ -173,7 +296,7 @@ def validate_url_template(template: str, parameters: Iterable[str]) -> None:
 
 
 def validate_header_env(value: Any) -> None:
-    """A mapping of HTTP header name to the environment variable holding its value."""
+    """A mapping of HTTP header name to the (allowed) environment variable holding its value."""
     if not isinstance(value, dict):
         raise ValidationError(
             'Enter a JSON object such as {"Authorization": "SERVICE_TOKEN"}.', code="invalid"
@@ -189,7 +312,7 @@ def validate_header_env(value: Any) -> None:
                 code="invalid",
                 params={"header": header},
             )
-        validate_env_name(env)
+        validate_key_variable(env)
 
 
 def validate_glob(value: str) -> None:

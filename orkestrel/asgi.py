@@ -12,14 +12,19 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agents.jobs.asgi import RestoreJobs  # noqa: E402
 from agents.origins import SameOriginValidator  # noqa: E402
 from agents.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
+# Jobs a previous process left unfinished are restored when this one serves its first
+# connection (Daphne sends no lifespan events) or at lifespan startup (uvicorn, hypercorn).
+application = RestoreJobs(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
 )
 
 # Everything loaded so far (Django, the apps, their modules) lives as long as the process:

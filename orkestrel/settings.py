@@ -261,6 +261,9 @@ ORKESTREL = {
     "MAX_REQUEST_BYTES": env.int("ORKESTREL_MAX_REQUEST_BYTES", default=64 * 1024 * 1024),
     # Hosts ``http_fetch`` may reach even on private or loopback addresses.
     "HTTP_FETCH_ALLOW_HOSTS": env.list("ORKESTREL_HTTP_FETCH_ALLOW_HOSTS", default=[]),
+    # Globs of the environment variable names an endpoint key or an HTTP tool header may be
+    # read from, beside *_API_KEY and *_TOKEN; never one this file reads (agents.validators).
+    "KEY_VARIABLES": env.list("ORKESTREL_KEY_VARIABLES", default=[]),
     # Seconds between the offline demo model's words (0 in tests).
     "DEMO_WORD_DELAY": env.float("ORKESTREL_DEMO_WORD_DELAY", default=0.03),
 }

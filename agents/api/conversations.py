@@ -28,10 +28,10 @@ from conversations.models import Conversation
 from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 
 from ..runs import Busy
-from ..runs.errors import TooManyRuns
+from ..runs.errors import StartFailed, TooManyRuns
 from ..runtime.spec import NoProfileError
 from .base import JsonErrors, deferred_json, user_id
-from .errors import Conflict, TooManyRunsError
+from .errors import Conflict, RunFailed, TooManyRunsError
 from .events import EVENT_STREAM_RESPONSE
 from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
 from .runs import run_body, settled_body
@@ -173,6 +173,8 @@ class ConversationViewSet(
             raise Conflict(str(error)) from None
         except TooManyRuns as error:
             raise TooManyRunsError(str(error)) from None
+        except StartFailed:
+            raise RunFailed() from None
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
         discard_attachments(str(conversation.pk), attachments)

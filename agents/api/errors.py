@@ -14,7 +14,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-__all__ = ["Conflict", "PayloadTooLarge", "TooManyRunsError", "exception_handler"]
+__all__ = ["Conflict", "PayloadTooLarge", "RunFailed", "TooManyRunsError", "exception_handler"]
 
 
 class Conflict(exceptions.APIException):
@@ -31,6 +31,14 @@ class TooManyRunsError(exceptions.APIException):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_detail = "Too many replies are running; wait for one to finish."
     default_code = "too_many_runs"
+
+
+class RunFailed(exceptions.APIException):
+    """The agent behind the conversation could not be started (its configuration)."""
+
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_detail = "The agent could not be started."
+    default_code = "run_failed"
 
 
 class PayloadTooLarge(exceptions.APIException):

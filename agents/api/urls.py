@@ -18,6 +18,7 @@ router.register("runs", RunViewSet, basename="api-run")
 
 urlpatterns = [
     path("keys/", include("agents.api.keys")),
+    path("jobs/", include("agents.api.jobs")),
     path("conversations/<uuid:conversation_id>/workspace/", include("agents.api.workspace")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -8,12 +8,14 @@ scopes, instructions, and the agent profiles that tie them together. Every model
 from .authority import AuthorityPolicy, AuthorityRule
 from .context import Instruction, Scope
 from .endpoints import ProviderEndpoint
+from .jobs import AgentJob
 from .keys import ApiKey
 from .profiles import AgentProfile
 from .revision import ConfigRevision, bump_config_revision, config_revision_subquery
 from .tools import Tool
 
 __all__ = [
+    "AgentJob",
     "AgentProfile",
     "ApiKey",
     "AuthorityPolicy",

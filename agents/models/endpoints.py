@@ -11,8 +11,11 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 
+from orkestrel.core import ProviderError
+
 from ..validators import (
-    validate_env_name,
+    key_variable_problem,
+    validate_key_variable,
     validate_name_list,
     validate_positive,
 )
@@ -36,8 +39,10 @@ class ProviderEndpoint(models.Model):
         "API key variable",
         max_length=128,
         blank=True,
-        validators=[validate_env_name],
-        help_text="The NAME of the environment variable holding the key (never the key).",
+        validators=[validate_key_variable],
+        help_text="The NAME of the environment variable holding the key (never the key), "
+        "e.g. OPENAI_API_KEY: a name ending in _API_KEY or _TOKEN, or matching "
+        "ORKESTREL_KEY_VARIABLES.",
     )
     connect_timeout = models.FloatField(
         "connect timeout (s)", default=10.0, validators=[validate_positive]
@@ -121,13 +126,27 @@ class ProviderEndpoint(models.Model):
                 errors["models"] = f"Profiles use models missing from the list: {missing}."
         return errors
 
+    def api_key_problem(self) -> str | None:
+        """Why ``api_key_env`` may not be read (``key_variable_problem``), or ``None``."""
+        return key_variable_problem(self.api_key_env) if self.api_key_env else None
+
     def api_key(self) -> str | None:
-        """The key from the environment variable named by ``api_key_env`` (``None`` if unset)."""
+        """The key from the environment variable named by ``api_key_env`` (``None`` if unset).
+
+        Raises ``ProviderError`` for a name no key may have (``SECRET_KEY``, ``DATABASE_URL``,
+        or one outside the allowed patterns): a row saved around validation must not send
+        the project's own secrets to its URL. The variable is not read at all then.
+        """
         if not self.api_key_env:
             return None
+        problem = self.api_key_problem()
+        if problem is not None:
+            raise ProviderError(
+                f"endpoint {self.name!r}: refused its key variable: {problem}", provider=self.name
+            )
         return os.environ.get(self.api_key_env) or None
 
     @property
     def api_key_set(self) -> bool:
-        """Whether the key's environment variable is set (safe to show; the key is not)."""
-        return self.api_key() is not None
+        """Whether the key's variable is allowed and set (safe to show; the key is not)."""
+        return self.api_key_problem() is None and self.api_key() is not None

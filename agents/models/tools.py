@@ -59,7 +59,14 @@ class Tool(models.Model):
         blank=True,
         validators=[validate_header_env],
         help_text="Header name to the environment variable holding its whole value, "
-        'e.g. {"Authorization": "ITEMS_AUTHORIZATION"}.',
+        'e.g. {"Authorization": "ITEMS_TOKEN"}; names end in _API_KEY or _TOKEN, or match '
+        "ORKESTREL_KEY_VARIABLES.",
+    )
+    follow_cross_origin_redirects = models.BooleanField(
+        "follow redirects to other origins",
+        default=False,
+        help_text="For HTTP tools: follow a redirect to another scheme, host or port (sent "
+        "without the header variables). Off: only same-origin redirects are followed.",
     )
     created = models.DateTimeField("created", auto_now_add=True)
     updated = models.DateTimeField("updated", auto_now=True)

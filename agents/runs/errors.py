@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Busy", "TooManyRuns"]
+__all__ = ["Busy", "StartFailed", "TooManyRuns"]
 
 
 class Busy(RuntimeError):
@@ -11,3 +11,8 @@ class Busy(RuntimeError):
 
 class TooManyRuns(RuntimeError):
     """The user has as many runs going as ``ORKESTREL["MAX_RUNS_PER_USER"]`` allows."""
+
+
+class StartFailed(RuntimeError):
+    """The run could not be built (its profile's provider, tools or policy); it ended as an
+    error, the user message stays stored."""

@@ -22,10 +22,10 @@ from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
 from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
-from .errors import Busy
+from .errors import Busy, StartFailed
 from .fanout import FanOut, Subscriber, spawn
 from .payloads import section_payload
-from .records import RunLimits, prepare_run, save_events
+from .records import RunLimits, finish_run, prepare_run, save_events
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
 
@@ -114,7 +114,15 @@ class RunManager:
             loaded, run_id, usage, user_payload, title = await in_thread(prepare_run)(
                 conversation_id, user_id, message, self.origin, limits
             )
-            session = await ChatSession.from_loaded(loaded)
+            try:
+                session = await ChatSession.from_loaded(loaded)
+            except Exception as error:
+                # The profile cannot be built (an operator's configuration): the message is
+                # stored, the run ends as an error at once instead of holding the slot.
+                logger.exception("run %s could not start", run_id)
+                reason = str(error) or type(error).__name__
+                await in_thread(finish_run)(run_id, "error", None, reason)
+                raise StartFailed(reason) from error
             session.run_id = run_id
             active = ActiveRun(self, session, run_id, conversation_id)
             active.committed = {m.id for m in session.agent.context.messages.messages()}

@@ -4,9 +4,13 @@ A call fills the row's ``url_template`` placeholders from the arguments (URL-quo
 the remaining arguments as query parameters (GET, DELETE) or as a JSON body (POST, PUT,
 PATCH), with headers read from the environment variables the row names.
 
-Unlike ``http_fetch``, these requests are NOT refused for private or loopback addresses: the
-URL is trusted configuration written by an operator (often an intranet service), and the model
-only fills placeholders, each quoted so it cannot leave its path segment.
+The operator fixes where requests go: placeholders may fill the path and query only, never
+the scheme, host or port, and each value is quoted so it cannot leave its segment. Every hop
+(the first request and each redirect) passes ``http_fetch``'s address guard: private,
+loopback and link-local addresses are refused unless the host is in
+``ORKESTREL["HTTP_FETCH_ALLOW_HOSTS"]`` (an intranet service must be listed there). Redirects
+are followed within the URL's origin only, unless the row allows others; the header
+variables (the secrets) are never sent past a change of origin.
 """
 
 from __future__ import annotations
@@ -15,16 +19,18 @@ import json
 import os
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import httpx
 
 from orkestrel.core import Tool, create_tool
 
 from ..models import Tool as ToolRow
-from ..validators import template_placeholders
+from ..validators import key_variable_problem, template_origin_problem, template_placeholders
+from .builtins.http_fetch import FetchRefused, allowed_hosts, check_target, pinned
 
 __all__ = [
+    "MAX_REDIRECTS",
     "MAX_RESPONSE_BYTES",
     "HttpToolError",
     "build_http_tool",
@@ -33,12 +39,16 @@ __all__ = [
 ]
 
 MAX_RESPONSE_BYTES = 200_000
+MAX_REDIRECTS = 5
 _EXCERPT = 200
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_ACCEPT = "application/json, text/*;q=0.9, */*;q=0.5"
 
 
 class HttpToolError(RuntimeError):
-    """An HTTP tool call that failed: a missing variable or argument, or a non-2xx answer."""
+    """An HTTP tool call that failed: a missing variable or argument, a refused address or
+    redirect, or a non-2xx answer."""
 
 
 def _text(value: Any) -> str:
@@ -64,6 +74,10 @@ def render_url(template: str, arguments: Mapping[str, Any]) -> tuple[str, set[st
 def _headers(header_env: Mapping[str, str]) -> dict[str, str]:
     headers: dict[str, str] = {}
     for header, variable in header_env.items():
+        problem = key_variable_problem(variable)
+        if problem is not None:
+            # Checked before reading: a row saved around validation must not leak SECRET_KEY.
+            raise HttpToolError(f"refused the variable for header {header!r}: {problem}")
         value = os.environ.get(variable)
         if value is None:
             # The name only: the value is a secret and never reaches the model or the logs.
@@ -110,27 +124,115 @@ def _result(response: httpx.Response, body: bytes, truncated: bool) -> dict[str,
     return result
 
 
+def _origin(url: httpx.URL) -> tuple[str, str, int]:
+    return (url.scheme, url.raw_host.decode("ascii").lower(), url.port or _default_port(url))
+
+
+def _default_port(url: httpx.URL) -> int:
+    return 443 if url.scheme == "https" else 80
+
+
+def _redirect_method(method: str, status: int) -> str:
+    # What browsers and httpx do: 303 (and 302) become a GET; 301 turns a POST into a GET.
+    if status in (302, 303) and method != "HEAD":
+        return "GET"
+    if status == 301 and method == "POST":
+        return "GET"
+    return method
+
+
+def _follow(
+    current: httpx.URL, location: str, origin: tuple[str, str, int], cross_origin: bool
+) -> httpx.URL:
+    """The redirect's target; refused if it leaves ``origin`` and the tool does not allow it."""
+    try:
+        following = httpx.URL(urljoin(str(current), location))
+    except httpx.InvalidURL as error:
+        raise HttpToolError(f"invalid redirect {location!r}") from error
+    if not cross_origin and _origin(following) != origin:
+        scheme, host, port = _origin(following)
+        raise HttpToolError(
+            f"refused a redirect to another origin ({scheme}://{host}:{port}): this tool "
+            "follows same-origin redirects only"
+        )
+    return following
+
+
+async def _send(
+    client: httpx.AsyncClient,
+    method: str,
+    url: httpx.URL,
+    headers: Mapping[str, str],
+    content: Mapping[str, Any],
+    allow: frozenset[str],
+) -> httpx.Response:
+    """One hop, after the address guard: connects to the address that was checked."""
+    try:
+        address = await check_target(url, allow)
+    except FetchRefused as error:
+        raise HttpToolError(str(error)) from error
+    target, host, extensions = pinned(url, address)
+    request = client.build_request(
+        method, target, headers={**headers, **host}, extensions=extensions, **content
+    )
+    return await client.send(request, stream=True)
+
+
 async def call_http_tool(
-    method: str, template: str, header_env: Mapping[str, str], arguments: Mapping[str, Any]
+    method: str,
+    template: str,
+    header_env: Mapping[str, str],
+    arguments: Mapping[str, Any],
+    *,
+    allow: frozenset[str] = frozenset(),
+    cross_origin: bool = False,
 ) -> dict[str, Any]:
     """Send one call; ``{status, json}`` or ``{status, text}``; non-2xx raises ``HttpToolError``.
 
-    No own timeout: the tool guard bounds the whole call with the row's ``timeout``.
+    ``allow``: hosts reachable on internal addresses. ``cross_origin``: follow redirects to
+    other origins (without the header variables). No own timeout: the tool guard bounds the
+    whole call with the row's ``timeout``.
     """
+    problem = template_origin_problem(template)
+    if problem is not None:
+        raise HttpToolError(f"refused the URL template: {problem}")
     url, used = render_url(template, arguments)
     rest = {name: value for name, value in arguments.items() if name not in used}
-    headers = {"Accept": "application/json, text/*;q=0.9, */*;q=0.5", **_headers(header_env)}
-    request: dict[str, Any] = {"headers": headers}
-    if method in _BODY_METHODS:
-        request["json"] = rest
-    else:
-        request["params"] = _query(rest)
+    secrets = _headers(header_env)
+    content: dict[str, Any] = (
+        {"json": rest} if method in _BODY_METHODS else {"params": _query(rest)}
+    )
     try:
-        async with (
-            httpx.AsyncClient(follow_redirects=True, max_redirects=5, timeout=None) as client,
-            client.stream(method, url, **request) as response,
-        ):
-            body, truncated = await _body(response)
+        current = httpx.URL(url)
+    except httpx.InvalidURL as error:
+        raise HttpToolError(f"invalid URL: {error}") from error
+    origin = _origin(current)
+    try:
+        # trust_env=False: an environment proxy would connect on our behalf, past the guard.
+        async with httpx.AsyncClient(
+            follow_redirects=False, trust_env=False, timeout=None
+        ) as client:
+            for _hop in range(MAX_REDIRECTS + 1):
+                headers = {"Accept": _ACCEPT, **secrets}
+                response = await _send(client, method, current, headers, content, allow)
+                try:
+                    location = response.headers.get("location")
+                    if response.status_code in _REDIRECTS and location:
+                        following = _follow(current, location, origin, cross_origin)
+                        if _origin(following) != origin:
+                            # The secrets were meant for the configured origin alone.
+                            secrets = {}
+                        redirected = _redirect_method(method, response.status_code)
+                        # The query went with the first request; a body only if the method stays.
+                        content = content if redirected == method and "json" in content else {}
+                        method, current = redirected, following
+                        continue
+                    body, truncated = await _body(response)
+                finally:
+                    await response.aclose()
+                break
+            else:
+                raise HttpToolError(f"stopped after {MAX_REDIRECTS} redirects")
     except httpx.TransportError as error:
         raise HttpToolError(f"request failed: {error or type(error).__name__}") from error
     if not response.is_success:
@@ -141,14 +243,21 @@ async def call_http_tool(
     return _result(response, body, truncated)
 
 
-def build_http_tool(row: ToolRow) -> Tool:
-    """The kit ``Tool`` for an ``http`` row (name, schema and texts from the row)."""
+def build_http_tool(row: ToolRow, *, allow: frozenset[str] | None = None) -> Tool:
+    """The kit ``Tool`` for an ``http`` row (name, schema and texts from the row).
+
+    ``allow`` defaults to ``http_fetch``'s allow-list, read once, when the tool is built.
+    """
     method = row.http_method.upper()
     template = row.url_template
     header_env = dict(row.header_env or {})
+    hosts = allowed_hosts() if allow is None else allow
+    cross_origin = row.follow_cross_origin_redirects
 
     async def execute(arguments: Mapping[str, Any]) -> Any:
-        return await call_http_tool(method, template, header_env, arguments)
+        return await call_http_tool(
+            method, template, header_env, arguments, allow=hosts, cross_origin=cross_origin
+        )
 
     return create_tool(
         name=row.name,

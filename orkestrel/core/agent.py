@@ -253,8 +253,14 @@ class Agent:
     async def generate(self, **options: Unpack[RunOptions]) -> AgentResult:
         """Run to completion (draining the same stream ``stream`` exposes)."""
         stream = self.stream(**options)
-        async for _ in stream.events:
-            pass
+        try:
+            async for _ in stream.events:
+                pass
+        except BaseException:
+            # The events raised the run's error; collect it from the task too, or asyncio
+            # logs "Task exception was never retrieved" for every failed run.
+            await asyncio.gather(stream.result, return_exceptions=True)
+            raise
         return await stream.result
 
     def abort(self, reason: object = None) -> None:

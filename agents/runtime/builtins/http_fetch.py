@@ -37,8 +37,10 @@ __all__ = [
     "allowed_hosts",
     "build_request",
     "check_address",
+    "check_target",
     "create_http_fetch_tool",
     "fetch",
+    "pinned",
 ]
 
 NAME = "http_fetch"
@@ -127,8 +129,11 @@ async def _resolve(host: str, port: int) -> list[Address]:
     return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
 
 
-async def _target(url: httpx.URL, allow: frozenset[str]) -> Address | None:
-    """Check one hop; the public address to connect to, or ``None`` for an allow-listed host."""
+async def check_target(url: httpx.URL, allow: frozenset[str]) -> Address | None:
+    """Check one hop; the public address to connect to, or ``None`` for an allow-listed host.
+
+    Raises ``FetchRefused``. Shared with the operator HTTP tools, which check every hop too.
+    """
     if url.scheme not in ("http", "https"):
         raise FetchRefused(f"refused {url}: only http and https URLs can be fetched")
     # The ASCII (IDNA) form: what DNS and the allow-list compare.
@@ -149,20 +154,28 @@ async def _target(url: httpx.URL, allow: frozenset[str]) -> Address | None:
     return addresses[0]
 
 
+def pinned(
+    url: httpx.URL, address: Address | None
+) -> tuple[httpx.URL, dict[str, str], dict[str, Any]]:
+    """``url`` aimed at the checked ``address``, with the ``Host`` header and TLS extensions.
+
+    ``address`` ``None`` (an allow-listed host) leaves the URL for httpx to resolve.
+    """
+    if address is None:
+        return url, {}, {}
+    # Connect to the checked address; Host and SNI keep the name the server expects.
+    name = url.raw_host.decode("ascii")
+    extensions: dict[str, Any] = {"sni_hostname": name} if url.scheme == "https" else {}
+    return url.copy_with(host=str(address)), {"Host": url.netloc.decode("ascii")}, extensions
+
+
 def build_request(
     client: httpx.AsyncClient, url: httpx.URL, address: Address | None
 ) -> httpx.Request:
     """A GET of ``url`` sent to ``address`` (pinned), or resolved by httpx when ``None``."""
-    headers = {"User-Agent": _USER_AGENT, "Accept": "*/*"}
-    if address is None:
-        return client.build_request("GET", url, headers=headers)
-    # Connect to the checked address; Host and SNI keep the name the server expects.
-    headers["Host"] = url.netloc.decode("ascii")
-    name = url.raw_host.decode("ascii")
-    extensions = {"sni_hostname": name} if url.scheme == "https" else {}
-    return client.build_request(
-        "GET", url.copy_with(host=str(address)), headers=headers, extensions=extensions
-    )
+    target, host, extensions = pinned(url, address)
+    headers = {"User-Agent": _USER_AGENT, "Accept": "*/*", **host}
+    return client.build_request("GET", target, headers=headers, extensions=extensions)
 
 
 def _is_textual(content_type: str) -> bool:
@@ -202,7 +215,7 @@ async def fetch(
     # trust_env=False: an environment proxy would connect on our behalf, past every check.
     async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=None) as client:
         for _hop in range(MAX_REDIRECTS + 1):
-            address = await _target(current, allowed)
+            address = await check_target(current, allowed)
             request = build_request(client, current, address)
             try:
                 response = await client.send(request, stream=True)

@@ -24,7 +24,7 @@ MODELS = [ProviderEndpoint, Tool, AuthorityPolicy, Scope, Instruction, AgentProf
 def rows() -> dict[str, object]:
     """One saved row of every model, so changelists and change pages have content."""
     endpoint = ProviderEndpoint.objects.create(
-        name="local", kind="ollama", base_url="http://127.0.0.1:11434", api_key_env="OLLAMA_KEY"
+        name="local", kind="ollama", base_url="http://127.0.0.1:11434", api_key_env="OLLAMA_API_KEY"
     )
     tool = Tool.objects.create(
         name="get_item",
@@ -78,14 +78,14 @@ def test_anonymous_users_are_sent_to_the_login(client, model):
 
 def test_endpoint_pages_show_whether_the_key_is_set_never_the_key(admin_client, rows, monkeypatch):
     endpoint = rows["providerendpoint"]
-    monkeypatch.setenv("OLLAMA_KEY", "very-secret-key-value")
+    monkeypatch.setenv("OLLAMA_API_KEY", "very-secret-key-value")
     listing = admin_client.get(admin_url(ProviderEndpoint, "changelist")).content.decode()
     change = admin_client.get(admin_url(ProviderEndpoint, "change", endpoint.pk)).content.decode()
-    assert "OLLAMA_KEY: set" in listing and "OLLAMA_KEY: set" in change
+    assert "OLLAMA_API_KEY: set" in listing and "OLLAMA_API_KEY: set" in change
     assert "very-secret-key-value" not in listing + change
-    monkeypatch.delenv("OLLAMA_KEY")
+    monkeypatch.delenv("OLLAMA_API_KEY")
     listing = admin_client.get(admin_url(ProviderEndpoint, "changelist")).content.decode()
-    assert "OLLAMA_KEY: not set" in listing
+    assert "OLLAMA_API_KEY: not set" in listing
 
 
 def test_tool_page_shows_parameters_as_indented_json(admin_client, rows):

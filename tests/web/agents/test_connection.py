@@ -27,9 +27,9 @@ def run_action(admin_client, *endpoints: ProviderEndpoint) -> tuple[list[str], s
 
 
 def test_openai_endpoint_is_checked_with_its_bearer_key(admin_client, loopback, monkeypatch):
-    monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
+    monkeypatch.setenv("TEST_OPENAI_API_KEY", KEY)
     endpoint = ProviderEndpoint.objects.create(
-        name="oai", kind="openai", base_url=f"{loopback.url}/v1/", api_key_env="TEST_OPENAI_KEY"
+        name="oai", kind="openai", base_url=f"{loopback.url}/v1/", api_key_env="TEST_OPENAI_API_KEY"
     )
     notes, page = run_action(admin_client, endpoint)
     assert notes == [f"oai: OK: {loopback.url}/v1/models answered HTTP 200 OK, 2 models listed"]
@@ -40,9 +40,9 @@ def test_openai_endpoint_is_checked_with_its_bearer_key(admin_client, loopback, 
 
 
 def test_anthropic_endpoint_is_checked_with_its_headers(admin_client, loopback, monkeypatch):
-    monkeypatch.setenv("TEST_ANTHROPIC_KEY", KEY)
+    monkeypatch.setenv("TEST_ANTHROPIC_API_KEY", KEY)
     endpoint = ProviderEndpoint.objects.create(
-        name="claude", kind="anthropic", base_url=loopback.url, api_key_env="TEST_ANTHROPIC_KEY"
+        name="claude", kind="anthropic", base_url=loopback.url, api_key_env="TEST_ANTHROPIC_API_KEY"
     )
     notes, page = run_action(admin_client, endpoint)
     assert notes[0].startswith("claude: OK:")
@@ -64,11 +64,11 @@ def test_ollama_endpoint_lists_its_tags(admin_client, loopback):
 
 
 def test_refused_key_is_reported_as_a_failure_without_the_body(admin_client, loopback, monkeypatch):
-    monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
+    monkeypatch.setenv("TEST_OPENAI_API_KEY", KEY)
     loopback.status = 401
     loopback.body = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
     endpoint = ProviderEndpoint.objects.create(
-        name="oai", kind="openai", base_url=loopback.url, api_key_env="TEST_OPENAI_KEY"
+        name="oai", kind="openai", base_url=loopback.url, api_key_env="TEST_OPENAI_API_KEY"
     )
     notes, page = run_action(admin_client, endpoint)
     assert notes == [f"oai: failed: {loopback.url}/models answered HTTP 401 Unauthorized"]
@@ -76,14 +76,14 @@ def test_refused_key_is_reported_as_a_failure_without_the_body(admin_client, loo
 
 
 def test_unset_key_variable_is_named_in_the_report(admin_client, loopback, monkeypatch):
-    monkeypatch.delenv("TEST_MISSING_KEY", raising=False)
+    monkeypatch.delenv("TEST_MISSING_API_KEY", raising=False)
     loopback.status = 401
     endpoint = ProviderEndpoint.objects.create(
-        name="oai", kind="openai", base_url=loopback.url, api_key_env="TEST_MISSING_KEY"
+        name="oai", kind="openai", base_url=loopback.url, api_key_env="TEST_MISSING_API_KEY"
     )
     notes, _ = run_action(admin_client, endpoint)
     assert notes[0].startswith("oai: failed:")
-    assert notes[0].endswith("(key variable TEST_MISSING_KEY is not set)")
+    assert notes[0].endswith("(key variable TEST_MISSING_API_KEY is not set)")
 
 
 def test_unreachable_endpoint_is_a_failure(admin_client):

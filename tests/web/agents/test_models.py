@@ -45,7 +45,7 @@ def endpoint(**overrides) -> ProviderEndpoint:
 
 
 def test_endpoint_with_valid_fields_saves_with_defaults():
-    saved = endpoint(api_key_env="OLLAMA_KEY", models=["llama3.2"])
+    saved = endpoint(api_key_env="OLLAMA_API_KEY", models=["llama3.2"])
     saved.refresh_from_db()
     assert (saved.connect_timeout, saved.read_timeout, saved.max_retries) == (10.0, 300.0, 2)
     assert saved.models == ["llama3.2"]
@@ -100,12 +100,54 @@ def test_endpoint_models_must_be_a_list_of_distinct_names(models_value):
 
 
 def test_endpoint_api_key_reads_the_named_variable(monkeypatch):
-    saved = endpoint(api_key_env="ORKESTREL_TEST_KEY")
-    monkeypatch.delenv("ORKESTREL_TEST_KEY", raising=False)
+    saved = endpoint(api_key_env="ORKESTREL_TEST_API_KEY")
+    monkeypatch.delenv("ORKESTREL_TEST_API_KEY", raising=False)
     assert saved.api_key() is None and saved.api_key_set is False
-    monkeypatch.setenv("ORKESTREL_TEST_KEY", "secret-value")
+    monkeypatch.setenv("ORKESTREL_TEST_API_KEY", "secret-value")
     assert saved.api_key() == "secret-value" and saved.api_key_set is True
     assert endpoint(name="nokey").api_key() is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "LOG_LEVEL", "CONN_MAX_AGE"],
+)
+def test_endpoint_key_variable_may_not_be_one_the_project_reads(value, settings):
+    # Even when the operator's patterns would match it.
+    settings.ORKESTREL = {**settings.ORKESTREL, "KEY_VARIABLES": ["*"]}
+    error = assert_field_error(
+        ProviderEndpoint, "api_key_env", name="o", kind="scripted", api_key_env=value
+    )
+    assert error.message_dict["api_key_env"] == [
+        f"{value!r} is one of this project's own settings: its value is never sent to an "
+        "endpoint or a tool."
+    ]
+
+
+@pytest.mark.parametrize("value", ["HOME", "AWS_SECRET_ACCESS_KEY", "OLLAMA_KEY", "API_KEYS"])
+def test_endpoint_key_variable_must_match_an_allowed_pattern(value, settings):
+    settings.ORKESTREL = {**settings.ORKESTREL, "KEY_VARIABLES": []}  # the defaults alone
+    error = assert_field_error(
+        ProviderEndpoint, "api_key_env", name="o", kind="scripted", api_key_env=value
+    )
+    assert error.message_dict["api_key_env"] == [
+        f"{value!r} is not an allowed key variable: use a name matching *_API_KEY, *_TOKEN "
+        "(ORKESTREL_KEY_VARIABLES adds patterns)."
+    ]
+
+
+@pytest.mark.parametrize("value", ["OPENAI_API_KEY", "GITHUB_TOKEN", "X_API_KEY"])
+def test_endpoint_key_variable_matching_a_default_pattern_saves(value):
+    assert endpoint(api_key_env=value).api_key_env == value
+
+
+def test_configured_patterns_extend_the_allowed_key_variables(settings):
+    settings.ORKESTREL = {**settings.ORKESTREL, "KEY_VARIABLES": ["*_KEY", "LLM_*"]}
+    assert endpoint(api_key_env="OLLAMA_KEY").api_key_env == "OLLAMA_KEY"
+    assert endpoint(name="other", api_key_env="LLM_SECRET").api_key_env == "LLM_SECRET"
+    assert_field_error(
+        ProviderEndpoint, "api_key_env", name="o", kind="scripted", api_key_env="SECRET_KEY"
+    )
 
 
 def test_database_refuses_an_endpoint_without_base_url_even_unvalidated():
@@ -188,6 +230,55 @@ def test_http_tool_header_env_names_headers_and_variables(headers):
         url_template="https://api.example.com/items/{id}",
         header_env=headers,
     )
+
+
+@pytest.mark.parametrize("variable", ["SECRET_KEY", "DATABASE_URL", "HOME"])
+def test_http_tool_header_variables_must_be_allowed_key_variables(variable, settings):
+    settings.ORKESTREL = {**settings.ORKESTREL, "KEY_VARIABLES": []}
+    error = assert_field_error(
+        Tool,
+        "header_env",
+        name="t",
+        kind="http",
+        parameters=ITEM_SCHEMA,
+        url_template="https://api.example.com/items/{id}",
+        header_env={"Authorization": variable},
+    )
+    assert error.message_dict["header_env"][0].startswith(f"{variable!r} is ")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://{id}/items",
+        "https://{id}.example.com/items",
+        "https://api.example.com:{id}/items",
+        "https://api.example.com{id}",
+        "https://user{id}@api.example.com/items",
+    ],
+)
+def test_http_tool_placeholders_may_not_fill_the_scheme_host_or_port(template):
+    error = assert_field_error(
+        Tool, "url_template", name="t", kind="http", parameters=ITEM_SCHEMA, url_template=template
+    )
+    assert error.message_dict["url_template"] == [
+        "Placeholders may fill the path and query only, never the scheme, host or port."
+    ]
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://api.example.com/items/{id}",
+        "https://api.example.com?{id}",
+        "https://api.example.com:8443/x?id={id}#{id}",
+    ],
+)
+def test_http_tool_placeholders_in_the_path_and_query_save(template):
+    tool = save_validated(
+        Tool, name="t", kind="http", parameters=ITEM_SCHEMA, url_template=template
+    )
+    assert tool.follow_cross_origin_redirects is False
 
 
 def test_tool_timeout_must_be_positive():

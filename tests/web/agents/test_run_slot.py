@@ -11,9 +11,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from agents.models import AgentProfile, ProviderEndpoint
+from agents.models import AgentProfile, ProviderEndpoint, bump_config_revision
 from agents.runs import Busy, RunManager, RunService, RunTimings
-from agents.runs.errors import TooManyRuns
+from agents.runs.errors import StartFailed, TooManyRuns
 from agents.runs.records import recover_interrupted
 from conversations.models import Conversation, Message, Run
 from tests.providers.server import Reply, StubServer, sse
@@ -155,3 +155,31 @@ async def test_a_failed_run_keeps_what_streamed_and_its_error(user):
     )()
     assert (last.role, last.content) == ("assistant", "Half of an answer")
     assert json.loads(json.dumps(frames))  # every frame encodes
+
+
+def _unbuildable_profile() -> AgentProfile:
+    endpoint = ProviderEndpoint.objects.create(
+        name="broken", kind="openai", base_url="http://127.0.0.1:9", max_retries=0
+    )
+    profile = AgentProfile.objects.create(slug="broken", name="broken", model="broken/m")
+    # Behind the model's validation, as a hand edit of the database would leave it: a key
+    # variable the project reads itself, which reading the key refuses.
+    ProviderEndpoint.objects.filter(pk=endpoint.pk).update(api_key_env="SECRET_KEY")
+    bump_config_revision()
+    return profile
+
+
+async def test_a_run_that_cannot_be_built_ends_as_an_error_and_frees_the_slot(user):
+    profile = await sync_to_async(_unbuildable_profile)()
+    conversation = await sync_to_async(Conversation.objects.create)(owner=user, profile=profile)
+    manager = RunManager()
+    for attempt in ("first", "second"):  # the second is not refused as busy
+        with pytest.raises(StartFailed, match="SECRET_KEY"):
+            await manager.start(
+                user_id=user.id, conversation_id=str(conversation.id), content=attempt
+            )
+    statuses = await sync_to_async(list)(
+        Run.objects.filter(conversation=conversation).values_list("status", flat=True)
+    )
+    assert statuses == ["error", "error"]
+    assert await sync_to_async(user_messages)(conversation) == ["first", "second"]

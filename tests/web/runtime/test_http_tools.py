@@ -1,4 +1,8 @@
-"""Operator-defined HTTP tools: templated URLs, query or JSON arguments, headers from the env."""
+"""Operator-defined HTTP tools: templated URLs, query or JSON arguments, headers from the env.
+
+Every hop passes ``http_fetch``'s address guard: the loopback test server is reached only
+because these tests allow-list ``127.0.0.1`` (and ``localhost``, as a second origin).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,12 @@ import pytest
 
 from agents.models import Tool as ToolRow
 from agents.runtime.arguments import guard_tool
-from agents.runtime.http_tools import MAX_RESPONSE_BYTES, build_http_tool, render_url
+from agents.runtime.http_tools import (
+    MAX_REDIRECTS,
+    MAX_RESPONSE_BYTES,
+    build_http_tool,
+    render_url,
+)
 from orkestrel.core import ToolManager
 
 from .helpers import Reply, call
@@ -24,6 +33,15 @@ PARAMETERS = {
         "count": {"type": "integer"},
     },
 }
+
+
+@pytest.fixture(autouse=True)
+def allow_loopback(settings):
+    settings.ORKESTREL = {**settings.ORKESTREL, "HTTP_FETCH_ALLOW_HOSTS": ["127.0.0.1"]}
+
+
+def allow(settings, *hosts: str) -> None:
+    settings.ORKESTREL = {**settings.ORKESTREL, "HTTP_FETCH_ALLOW_HOSTS": list(hosts)}
 
 
 def http_tool(server, path: str = "/items/{item_id}", **fields) -> ToolManager:
@@ -155,3 +173,126 @@ async def test_an_unreachable_service_is_an_error(server):
         server.port = probe.getsockname()[1]
     result = await call(http_tool(server), "items", item_id="1")
     assert result.error.startswith("request failed: ")
+
+
+# -- where requests may go ------------------------------------------------------------------
+
+
+def unvalidated_tool(template: str, **fields) -> ToolManager:
+    """A row saved around the admin's validation (a shell, a fixture): the run time's checks."""
+    row = ToolRow(
+        name="items", kind=ToolRow.Kind.HTTP, url_template=template, parameters=PARAMETERS, **fields
+    )
+    return ToolManager(guard_tool(build_http_tool(row), timeout=row.timeout))
+
+
+async def test_loopback_is_refused_unless_allow_listed(server, settings):
+    allow(settings)
+    server.routes["/items/1"] = Reply(200, "internal")
+    result = await call(http_tool(server), "items", item_id="1")
+    assert result.value is None
+    assert result.error == (
+        f"refused {server.url}/items/1: 127.0.0.1 resolves to a loopback address (127.0.0.1)"
+    )
+    assert server.seen == []
+
+
+async def test_a_redirect_hop_to_an_internal_host_is_refused(server, settings, monkeypatch):
+    # Only 127.0.0.1 is allow-listed: the hop to localhost (same machine) is refused.
+    monkeypatch.setenv("ITEMS_TOKEN", "Bearer s3cret-value")
+    location = f"http://localhost:{server.port}/admin"
+    server.routes["/items/1"] = Reply(302, "", headers={"location": location})
+    manager = http_tool(
+        server, header_env={"Authorization": "ITEMS_TOKEN"}, follow_cross_origin_redirects=True
+    )
+    result = await call(manager, "items", item_id="1")
+    assert result.error == f"refused {location}: localhost is not reachable from this tool"
+    assert server.paths() == ["/items/1"]
+
+
+async def test_a_cross_origin_redirect_is_refused_by_default(server, settings, monkeypatch):
+    allow(settings, "127.0.0.1", "localhost")
+    monkeypatch.setenv("ITEMS_TOKEN", "Bearer s3cret-value")
+    server.routes["/items/1"] = Reply(
+        307, "", headers={"location": f"http://localhost:{server.port}/elsewhere"}
+    )
+    server.routes["/elsewhere"] = Reply(200, "taken")
+    result = await call(
+        http_tool(server, header_env={"Authorization": "ITEMS_TOKEN"}), "items", item_id="1"
+    )
+    assert result.error == (
+        f"refused a redirect to another origin (http://localhost:{server.port}): "
+        "this tool follows same-origin redirects only"
+    )
+    assert server.paths() == ["/items/1"]
+
+
+async def test_an_allowed_cross_origin_redirect_drops_the_header_variables(
+    server, settings, monkeypatch
+):
+    allow(settings, "127.0.0.1", "localhost")
+    monkeypatch.setenv("ITEMS_TOKEN", "Bearer s3cret-value")
+    server.routes["/items/1"] = Reply(
+        302, "", headers={"location": f"http://localhost:{server.port}/elsewhere"}
+    )
+    server.routes["/back"] = Reply(200, "back")
+    server.routes["/elsewhere"] = Reply(
+        302, "", headers={"location": f"http://127.0.0.1:{server.port}/back"}
+    )
+    manager = http_tool(
+        server, header_env={"Authorization": "ITEMS_TOKEN"}, follow_cross_origin_redirects=True
+    )
+    result = await call(manager, "items", item_id="1")
+    assert result.value == {"status": 200, "text": "back"}
+    assert server.paths() == ["/items/1", "/elsewhere", "/back"]
+    first, *later = server.seen
+    assert first.headers["authorization"] == "Bearer s3cret-value"
+    # Dropped at the change of origin, and not restored on coming back: the chain is tainted.
+    assert all("authorization" not in seen.headers for seen in later)
+    assert later[0].headers["host"] == f"localhost:{server.port}"
+
+
+async def test_a_same_origin_redirect_keeps_the_headers(server, monkeypatch):
+    monkeypatch.setenv("ITEMS_TOKEN", "Bearer s3cret-value")
+    server.routes["/items/1"] = Reply(301, "", headers={"location": "/items/2"})
+    server.routes["/items/2"] = Reply(200, {"id": "2"}, "application/json")
+    manager = http_tool(server, header_env={"Authorization": "ITEMS_TOKEN"})
+    result = await call(manager, "items", item_id="1", q="x")
+    assert result.value == {"status": 200, "json": {"id": "2"}}
+    assert server.paths() == ["/items/1?q=x", "/items/2"]
+    assert [seen.headers["authorization"] for seen in server.seen] == ["Bearer s3cret-value"] * 2
+
+
+@pytest.mark.parametrize(("status", "method", "sent"), [(303, "GET", None), (307, "POST", "new")])
+async def test_a_redirected_post_follows_the_http_rules(server, status, method, sent):
+    # 303: the next hop is a GET without the body; 307: the same POST with the same body.
+    server.routes["/items/1"] = Reply(status, "", headers={"location": "/items/done"})
+    server.routes["/items/done"] = Reply(200, "done")
+    result = await call(http_tool(server, http_method="POST"), "items", item_id="1", q="new")
+    assert result.value == {"status": 200, "text": "done"}
+    final = server.seen[-1]
+    assert (final.method, final.path) == (method, "/items/done")
+    assert (json.loads(final.body)["q"] if final.body else None) == sent
+
+
+async def test_a_redirect_loop_stops(server):
+    server.routes["/items/1"] = Reply(302, "", headers={"location": "/items/1"})
+    result = await call(http_tool(server), "items", item_id="1")
+    assert result.error == f"stopped after {MAX_REDIRECTS} redirects"
+    assert len(server.seen) == MAX_REDIRECTS + 1
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["http://{item_id}:{port}/items", "http://127.0.0.1:{{port}}/items", "{q}://127.0.0.1:{port}/"],
+)
+async def test_a_placeholder_in_the_scheme_host_or_port_is_refused_at_run_time(server, template):
+    template = template.replace("{port}", str(server.port)).replace("{{port}}", "{count}")
+    result = await call(
+        unvalidated_tool(template), "items", item_id="127.0.0.1", count=server.port, q="http"
+    )
+    assert result.error == (
+        "refused the URL template: Placeholders may fill the path and query only, never the "
+        "scheme, host or port."
+    )
+    assert server.seen == []

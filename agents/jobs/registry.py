@@ -1,0 +1,101 @@
+"""The kit's ``AgentRegistry`` over one job's agent profile.
+
+A job names its profile by slug as the kit's ``provider`` (and as its ``authority`` when the
+profile has a policy), so the kit's ``build`` resolves it through the registry's pools. What
+the kit's job format has no names for (the profile's scope, instructions and tools, a
+workspace) is added to the agent the kit built, from the same runtime pieces a chat session
+uses. The profile's defaults (system prompt, limit, timeout, token budget) are resolved at
+build time, so a restored job runs under the profile's configuration of that moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from orkestrel.core import AbortSignal, Agent, AgentJobInput, AgentRegistry, WorkspaceManager
+
+from ..authority import PolicyAuthority
+from ..runtime.providers import provider_for
+from ..runtime.registry import ToolContext
+from ..runtime.toolset import build_tool_manager
+from .records import JobSpec
+
+__all__ = ["ProfileRegistry"]
+
+
+class ProfileRegistry(AgentRegistry):
+    """Builds a job's agent with its profile's provider, authority, tools, scope, instructions."""
+
+    def __init__(self, spec: JobSpec) -> None:
+        profile, config = spec.profile, spec.config
+        if config.endpoint is None:
+            raise LookupError(f"unknown provider: {profile.slug}")
+        authorities = (
+            {profile.slug: PolicyAuthority(config.policy, config.rules)}
+            if config.policy is not None
+            else None
+        )
+        super().__init__(
+            providers={profile.slug: provider_for(config.endpoint, profile.model_name)},
+            authorities=authorities,
+        )
+        self.spec = spec
+
+    def resolve(self, job: AgentJobInput | Mapping[str, Any]) -> AgentJobInput:
+        """``job`` with the profile's parts: its prompt first, its bounds unless overridden.
+
+        The profile's authority always applies: a job cannot name another one, nor none.
+        """
+        profile = self.spec.profile
+        resolved: AgentJobInput = {
+            "provider": str(job.get("provider", "")),
+            "messages": list(job.get("messages") or []),
+        }
+        system = "\n\n".join(
+            part
+            for part in (profile.system_prompt, job.get("system"))
+            if isinstance(part, str) and part
+        )
+        if system:
+            resolved["system"] = system
+        resolved["limit"] = job["limit"] if job.get("limit") is not None else profile.limit
+        resolved["timeout"] = job["timeout"] if job.get("timeout") is not None else profile.timeout
+        budget = job.get("budget") if job.get("budget") is not None else profile.token_budget
+        if budget:
+            resolved["budget"] = budget
+        if self.spec.config.policy is not None:
+            resolved["authority"] = profile.slug
+        return resolved
+
+    def build(
+        self, job: AgentJobInput | Mapping[str, Any], signal: AbortSignal | None = None
+    ) -> Agent:
+        """The kit's agent for ``job``, equipped with the profile's context and tools."""
+        agent = super().build(self.resolve(job), signal)
+        self._equip(agent)
+        return agent
+
+    def _equip(self, agent: Agent) -> None:
+        spec, context = self.spec, agent.context
+        job_id = spec.record.id
+        context.scope = spec.config.scope
+        if spec.config.instructions:
+            context.instructions.add(list(spec.config.instructions))
+        # A scratch workspace for the workspace tool: a job has no conversation to own one.
+        workspaces = WorkspaceManager()
+        workspaces.add(id=job_id)
+        context.workspaces = workspaces
+        tools = build_tool_manager(
+            spec.config.tools,
+            ToolContext(
+                user_id=spec.user_id,
+                conversation_id=job_id,
+                agent_context=context,
+                settings=getattr(settings, "ORKESTREL", {}),
+            ),
+        )
+        for tool in tools.tools():
+            context.tools.add(tool)
