@@ -335,6 +335,8 @@ def main() -> int:
             "RELAY_CONVERSATIONS": str(2 + args.conversations),
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
             "RELAY_CHECKPOINT_SECONDS": str(args.checkpoint or ""),
+            # One user holds every conversation: no per-user cap on replies at once.
+            "ORKESTREL_MAX_RUNS_PER_USER": "0",
         }
         manage(env, "migrate", "--noinput")
         line = next(x for x in manage(env, "shell", "-c", SETUP).splitlines() if x[:6] == "RELAY ")

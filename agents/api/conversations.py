@@ -67,7 +67,8 @@ class ConversationViewSet(
 
     serializer_class = ConversationSerializer
     pagination_class = NewestFirst
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
+    # For the schema only (the id is a UUID); ``get_queryset`` is what the views use.
+    queryset = Conversation.objects.none()
 
     def get_queryset(self) -> QuerySet[Conversation]:
         return Conversation.objects.filter(owner_id=user_id(self.request)).select_related("profile")
