@@ -227,6 +227,8 @@ const handlers = {
     const wasNear = nearBottom();
     live = null;
     renderState(frame);
+    // The transcript now holds the server's state (tests and tools wait on this).
+    transcript.dataset.synced = "true";
     tracker.reset(frame.run);
     if (frame.run) resumeRun(frame.run);
     else setStreaming(false);
@@ -480,13 +482,17 @@ transcript.addEventListener("click", async (event) => {
   button.disabled = true;
   try {
     const page = await fetchJson(button.dataset.src);
+    // A state frame may have re-rendered the transcript meanwhile (it arrives just after the
+    // socket opens): the page then goes above the row that replaced this one.
+    const target = row.isConnected ? row : transcript.querySelector(":scope > .earlier");
+    if (!target) return;
     const messages = page.messages || [];
     const nodes = transcriptItems(messages, denials, failures).map((item) =>
       renderMessage(item.message, item.tools),
     );
-    row.after(...nodes);
-    if (page.earlier && messages.length) row.replaceWith(renderEarlier(page.earlier, earlierUrl(messages[0].id)));
-    else row.remove();
+    target.after(...nodes);
+    if (page.earlier && messages.length) target.replaceWith(renderEarlier(page.earlier, earlierUrl(messages[0].id)));
+    else target.remove();
   } catch {
     button.disabled = false;
     notify("Could not load the earlier messages.");

@@ -383,6 +383,8 @@ def test_a_long_chat_opens_on_its_newest_messages_and_shows_the_earlier_ones_on_
     made = json.loads(server.shell(SEED_LONG_CHAT).strip().splitlines()[-1])
     alice.goto(f"/c/{made['id']}/")
     expect(alice.locator("#connection")).to_have_attribute("data-state", "open")
+    # The socket's state frame re-renders the transcript: page back after it, not before.
+    expect(alice.locator("#transcript")).to_have_attribute("data-synced", "true")
     earlier = alice.get_by_test_id("earlier")
     expect(earlier).to_have_text("Show 60 earlier messages")
     expect(alice.locator("#transcript > .msg-user")).to_have_count(100)
