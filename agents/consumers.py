@@ -94,6 +94,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.user = user
+        # This process closes runs a killed server left behind (from its first socket on).
+        self.manager.sweeper.ensure()
         await self.accept()
         self.group = group_name(self.conversation_id)
         if self.channel_layer is not None:

@@ -11,7 +11,12 @@ clock, so ``client receive time - delta stamp`` is the latency the relay adds.
 2. Concurrency: ``--conversations`` sockets, each streaming ``--rate`` deltas/s for
    ``--seconds``: added latency (p50/p99), frames lost (``seq`` gaps), text lost.
 
-Run: ``.venv/bin/python bench/relay.py [--conversations 200] [--redis] [--profile FILE]``
+Then the same again against the floor, ``daphne bench.relay_floor:application`` (a bare Channels
+consumer: one SQL statement per message, the model's deltas straight to the socket), on a fresh
+database of its own, and the app's figures beside the floor's with their ratios
+(``--no-floor`` skips it).
+
+Run: ``.venv/bin/python bench/relay.py [--conversations 200] [--redis] [--no-floor]``
 (see ``bench/README.md``).
 """
 
@@ -21,6 +26,7 @@ import argparse
 import asyncio
 import gc
 import json
+import math
 import os
 import re
 import secrets
@@ -38,6 +44,10 @@ from relay_clients import Client, Figures, close, connect, ms, pct, spread
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_P99 = 0.050
+APP = "bench.relay_app:application"
+FLOOR = "bench.relay_floor:application"  # the bare consumer the app is measured against
+FLOOR_ADDED = 1.5  # the app's added latency p99 within this many times the floor's
+FLOOR_START = 2.0  # the app's run start p99 within this many times the floor's
 # A database number the test suite does not use. ``socket_timeout`` works around redis-py 8's
 # 5 s default, which equals channels_redis's 5 s BZPOPMIN and drops idle sockets (README).
 REDIS_URL = "redis://127.0.0.1:6379/13?socket_timeout=30"
@@ -120,12 +130,12 @@ LAUNCH = (
 )
 
 
-def start_server(env: dict[str, str], workdir: Path, index: int = 0) -> Server:
+def start_server(env: dict[str, str], workdir: Path, index: int = 0, app: str = APP) -> Server:
     port = free_port()
     command = [sys.executable, "-c", LAUNCH, "-b", "127.0.0.1", "-p", str(port), "-v", "0"]
     log = workdir / f"server-{index}.log"
     process = subprocess.Popen(
-        [*command, "bench.relay_app:application"],
+        [*command, app],
         cwd=ROOT,
         env=env,
         stdout=log.open("wb"),
@@ -206,13 +216,23 @@ async def stream(
     return clients, elapsed
 
 
-async def throughput(port: int, cookie: str, ids: list[str], deltas: int) -> int:
+@dataclass
+class Summary:
+    """What one server's pass measured: the figures set beside the other server's."""
+
+    lost: int = 0
+    delivered: float = math.nan  # scenario 1: deltas/s, first stamp -> last frame
+    added: tuple[float, float] = (math.nan, math.nan)  # scenario 2: p50, p99 (seconds)
+    start: tuple[float, float] = (math.nan, math.nan)  # scenario 2: p50, p99 (seconds)
+
+
+async def throughput(port: int, cookie: str, ids: list[str], deltas: int) -> tuple[int, float]:
     clients, _ = await stream(port, cookie, ids, deltas, 0, 0)
     one = Figures()
     one.add(clients[0], deltas)
     if not one.firsts:
         print(f"1. throughput: no token frame arrived ({clients[0].frames[-1:]})\n")
-        return max(one.lost, 1)
+        return max(one.lost, 1), math.nan
     span = one.last_receive - one.firsts[0]
     produced = one.lasts[0] - one.firsts[0]
     print(f"1. throughput: one connection, {deltas:,} deltas, no delay")
@@ -226,12 +246,12 @@ async def throughput(port: int, cookie: str, ids: list[str], deltas: int) -> int
         f"   lost               {one.lost_frames} frames, {one.lost_deltas} deltas, "
         f"{one.unfinished} unfinished\n"
     )
-    return one.lost
+    return one.lost, one.deltas / span
 
 
 async def concurrency(
     args: argparse.Namespace, servers: list[Server], cookie: str, ids: list[str]
-) -> tuple[int, float]:
+) -> Figures:
     count = round(args.rate * args.seconds)
     print(
         f"2. concurrency: {len(ids)} conversations x {count} deltas at {args.rate:g}/s "
@@ -268,7 +288,7 @@ async def concurrency(
         f"other threads {(rest1 - rest0) / elapsed:4.0%}, "
         f"clients {cpu_client / elapsed:4.0%} of a core ({elapsed:.1f} s wall)"
     )
-    return many.lost, pct(many.latencies, 0.99)
+    return many
 
 
 def cpu(servers: list[Server]) -> tuple[float, float]:
@@ -278,49 +298,78 @@ def cpu(servers: list[Server]) -> tuple[float, float]:
 
 
 async def scenarios(
-    args: argparse.Namespace, servers: list[Server], cookie: str, setup: dict
-) -> bool:
+    args: argparse.Namespace, servers: list[Server], cookie: str, setup: dict, floor: bool
+) -> Summary:
     ids, pacing, port = setup["ids"], setup["pacing"], servers[0].port
     # The load generator keeps every frame it receives for the figures; its collector's full
     # passes over that growing heap stalled all 200 clients at once and showed as relay
     # latency. The instrument runs without one (the server keeps its own).
     gc.disable()
     await stream(port, cookie, ids[:1], 200, 0, 0)  # warm-up: imports, first queries
-    print(
-        f"pacing             about one text frame per {pacing['tick'] * 1000:g} ms tick, "
-        f"{pacing['burst']} in a row, {pacing['gap'] * 1000:g} ms apart "
-        "(a delta waits only when its run is past that)\n"
-    )
-    lost, lost_many, p99 = 0, 0, 0.0
+    if floor:
+        print("pacing             none: one token frame per delta, sent as the model yields it\n")
+    else:
+        print(
+            f"pacing             about one text frame per {pacing['tick'] * 1000:g} ms tick, "
+            f"{pacing['burst']} in a row, {pacing['gap'] * 1000:g} ms apart "
+            "(a delta waits only when its run is past that)\n"
+        )
+    summary = Summary()
     if args.deltas:
-        lost = await throughput(port, cookie, ids[1:2], args.deltas)
+        summary.lost, summary.delivered = await throughput(port, cookie, ids[1:2], args.deltas)
     if args.conversations:
-        lost_many, p99 = await concurrency(args, servers, cookie, ids[2:])
-    ok = lost + lost_many == 0 and p99 < TARGET_P99
+        many = await concurrency(args, servers, cookie, ids[2:])
+        summary.lost += many.lost
+        summary.added = (pct(many.latencies, 0.5), pct(many.latencies, 0.99))
+        summary.start = (pct(many.starts, 0.5), pct(many.starts, 0.99))
+    return summary
+
+
+def alone(app: Summary) -> bool:
+    """The app's own target: nothing lost, added latency p99 under ``TARGET_P99``."""
+    ok = app.lost == 0 and not app.added[1] >= TARGET_P99
     verdict = "met" if ok else "MISSED"
     print(f"\ntarget: nothing lost, p99 added latency < {ms(TARGET_P99).strip()}: {verdict}")
     return ok
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--deltas", type=int, default=20_000, help="throughput run length")
-    parser.add_argument("--conversations", type=int, default=200)
-    parser.add_argument("--rate", type=float, default=50.0, help="deltas/s per conversation")
-    parser.add_argument("--seconds", type=float, default=10.0, help="stream length")
-    parser.add_argument("--ramp", type=float, default=1.0, help="seconds to spread starts over")
-    parser.add_argument("--timeline", action="store_true", help="print scenario 2 per second")
-    parser.add_argument("--redis", action="store_true", help="use the Redis channel layer")
-    parser.add_argument("--database-url", default="", help="a scratch database (default: SQLite)")
-    parser.add_argument("--profile", metavar="FILE", help="write a sampled server profile")
-    parser.add_argument(
-        "--servers", type=int, default=1, help="server processes sharing the database"
-    )
-    what_if = parser.add_argument_group("what-ifs (diagnosis only: they change the server)")
-    what_if.add_argument("--checkpoint", type=float, help="override CHECKPOINT_SECONDS")
-    what_if.add_argument("--conn-max-age", type=int, help="SQLite CONN_MAX_AGE (seconds)")
-    args = parser.parse_args()
+def compare(app: Summary, floor: Summary) -> bool:
+    """The app beside the floor, with their ratios, and the targets relative to the floor."""
 
+    def row(name: str, mine: float, base: float, unit: str) -> None:
+        ratio = f"{mine / base:8.2f}x" if base > 0 else f"{'-':>9}"
+        if unit == "ms":
+            print(f"   {name:<22} {ms(mine)}   {ms(base)}   {ratio}")
+        else:
+            print(f"   {name:<22} {mine:7,.0f} /s   {base:7,.0f} /s   {ratio}")
+
+    print("\napp against the floor (the same load on the same machine, one after the other)")
+    print(f"   {'':<22} {'app':>10}   {'floor':>10}   {'app/floor':>9}")
+    row("added latency p50", app.added[0], floor.added[0], "ms")
+    row("added latency p99", app.added[1], floor.added[1], "ms")
+    row("run start p50", app.start[0], floor.start[0], "ms")
+    row("run start p99", app.start[1], floor.start[1], "ms")
+    row("throughput delivered", app.delivered, floor.delivered, "/s")
+    print(f"   {'lost':<22} {app.lost:10d}   {floor.lost:10d}")
+    print("   (throughput: scenario 1, higher is better; the floor sends a frame per delta)")
+    added, start = app.added[1], app.start[1]
+    checks = [
+        (
+            f"added latency p99 <= {FLOOR_ADDED:g}x the floor's",
+            added <= FLOOR_ADDED * floor.added[1],
+        ),
+        (f"added latency p99 < {ms(TARGET_P99).strip()}", added < TARGET_P99),
+        (f"run start p99 <= {FLOOR_START:g}x the floor's", start <= FLOOR_START * floor.start[1]),
+        ("nothing lost (app and floor)", app.lost == 0 and floor.lost == 0),
+    ]
+    print()
+    for name, met in checks:
+        print(f"target: {name}: {'met' if met else 'MISSED'}")
+    return all(met for _, met in checks)
+
+
+def measure(args: argparse.Namespace, app: str, floor: bool) -> Summary:
+    """One server's pass: a fresh database, the servers, both scenarios; the servers stopped."""
     query = f"?conn_max_age={args.conn_max_age}" if args.conn_max_age is not None else ""
     with tempfile.TemporaryDirectory(prefix="relay-") as workdir:
         password = secrets.token_urlsafe(16)
@@ -333,6 +382,7 @@ def main() -> int:
             "RELAY_USER": f"relay-{secrets.token_hex(4)}",
             "RELAY_PASSWORD": password,
             "RELAY_CONVERSATIONS": str(2 + args.conversations),
+            # Only the app reads these (the floor has no sampler and no checkpoints).
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
             "RELAY_CHECKPOINT_SECONDS": str(args.checkpoint or ""),
             # One user holds every conversation: no per-user cap on replies at once.
@@ -341,18 +391,21 @@ def main() -> int:
         manage(env, "migrate", "--noinput")
         line = next(x for x in manage(env, "shell", "-c", SETUP).splitlines() if x[:6] == "RELAY ")
         setup = json.loads(line[6:])
-        servers = [start_server(env, Path(workdir), i) for i in range(max(1, args.servers))]
+        count = max(1, args.servers)
+        servers = [start_server(env, Path(workdir), i, app) for i in range(count)]
         try:
             database = args.database_url.split("@")[-1] if args.database_url else "SQLite file"
             layer = "Redis channel layer" if args.redis else "in-memory channel layer"
             ports = ", ".join(str(server.port) for server in servers)
             print(f"daphne x{len(servers)} on 127.0.0.1:{ports}, {database}, {layer}")
-            changed = [f"CHECKPOINT_SECONDS={args.checkpoint}"] if args.checkpoint else []
+            changed = (
+                [f"CHECKPOINT_SECONDS={args.checkpoint}"] if args.checkpoint and not floor else []
+            )
             changed += [f"CONN_MAX_AGE={args.conn_max_age}"] if query else []
             if changed:
                 print(f"WHAT-IF, not the app as shipped: {', '.join(changed)}")
             cookie = login(servers[0].port, env["RELAY_USER"], password)
-            ok = asyncio.run(scenarios(args, servers, cookie, setup))
+            summary = asyncio.run(scenarios(args, servers, cookie, setup, floor))
         finally:
             for server in servers:
                 server.stop()
@@ -360,12 +413,49 @@ def main() -> int:
                 forget_groups()
             log = "".join(server.log.read_text() for server in servers)
             if "Error" in log:
-                kept = Path(tempfile.gettempdir()) / "relay-server.log"
+                name = "relay-floor-server.log" if floor else "relay-server.log"
+                kept = Path(tempfile.gettempdir()) / name
                 kept.write_text(log)
                 print(f"\nthe server logged errors: see {kept}")
-        if args.profile:
+        if args.profile and not floor:
             print(f"\nserver profile written to {args.profile}")
-    return 0 if ok else 1
+    return summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--deltas", type=int, default=20_000, help="throughput run length")
+    parser.add_argument("--conversations", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=50.0, help="deltas/s per conversation")
+    parser.add_argument("--seconds", type=float, default=10.0, help="stream length")
+    parser.add_argument("--ramp", type=float, default=1.0, help="seconds to spread starts over")
+    parser.add_argument("--timeline", action="store_true", help="print scenario 2 per second")
+    parser.add_argument("--redis", action="store_true", help="use the Redis channel layer")
+    parser.add_argument("--database-url", default="", help="a scratch database (default: SQLite)")
+    parser.add_argument("--profile", metavar="FILE", help="write a sampled app-server profile")
+    parser.add_argument(
+        "--servers", type=int, default=1, help="server processes sharing the database"
+    )
+    parser.add_argument(
+        "--no-floor", action="store_true", help="measure the app only, not the floor after it"
+    )
+    what_if = parser.add_argument_group("what-ifs (diagnosis only: they change the server)")
+    what_if.add_argument("--checkpoint", type=float, help="override CHECKPOINT_SECONDS")
+    what_if.add_argument("--conn-max-age", type=int, help="SQLite CONN_MAX_AGE (seconds)")
+    args = parser.parse_args()
+
+    passes = [("app", APP)] + ([] if args.no_floor else [("floor", FLOOR)])
+    summaries = {}
+    for kind, app in passes:
+        if len(passes) > 1:
+            print(f"== {kind}: daphne {app}\n")
+        summaries[kind] = measure(args, app, floor=kind == "floor")
+        gc.collect()  # the pass's clients, off the next pass's load generator
+        if len(passes) > 1:
+            print()
+    if "floor" in summaries:
+        return 0 if compare(summaries["app"], summaries["floor"]) else 1
+    return 0 if alone(summaries["app"]) else 1
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ async def measure(runs: int) -> None:
 
     from agents.management.commands.bootstrap import ensure_demo_profile
     from agents.runs.payloads import committed_payload
-    from agents.runs.records import finish_run, prepare_run
+    from agents.runs.records import RunLimits, finish_run, prepare_run
     from agents.runtime.session import ChatSession
     from conversations.services import create_conversation
     from orkestrel.core import AgentResult, Message, TokenUsage, mint_id
@@ -66,13 +66,17 @@ async def measure(runs: int) -> None:
         return user.id, ids
 
     user_id, ids = await sync_to_async(setup)()
+    # As a server starts runs: the run slot, the per-user cap (counted) and the stale check.
+    limits = RunLimits(per_user=20, stale=10.0)
     answer = " ".join(f"word{i} **bold** `code`" for i in range(500))  # ~10 KB of markdown
     figures: dict[str, list[float]] = {name: [] for name in ("start", "build", "settle")}
     cpu: dict[str, list[float]] = {"start": [], "settle": []}
     for index, conversation_id in enumerate(ids):
         message = Message(mint_id(), "user", "hello")
         with Clock() as start:
-            loaded, run_id, *_ = await sync_to_async(prepare_run)(conversation_id, user_id, message)
+            loaded, run_id, *_ = await sync_to_async(prepare_run)(
+                conversation_id, user_id, message, "bench", limits
+            )
         with Clock() as build:
             session = await ChatSession.from_loaded(loaded)
         session.run_id = run_id
@@ -94,7 +98,7 @@ async def measure(runs: int) -> None:
 
     def counted() -> int:
         with CaptureQueriesContext(connection) as queries:
-            prepare_run(ids[-1], user_id, Message(mint_id(), "user", "again"))
+            prepare_run(ids[-1], user_id, Message(mint_id(), "user", "again"), "bench", limits)
         return len(queries)
 
     statements = await sync_to_async(counted)()

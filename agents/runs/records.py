@@ -169,39 +169,50 @@ def finish_run(
 ACTIVE = ("queued", "running")
 
 
-def _take_slot(conversation_id: str, user_id: int, holder: str, limits: RunLimits) -> int:
+class _SlotTaken(Exception):
+    """The conversation's run slot is held (the unique constraint refused the insert)."""
+
+
+def _open_run(conversation_id: str, user_id: int, holder: str, limits: RunLimits) -> int:
     """Open the ``Run`` row: the conversation's one run slot, in every process.
 
-    A stale run (its holder stopped beating) is closed first; a fresh one makes this ``Busy``
-    (the database's partial unique constraint decides a race). ``TooManyRuns`` when the user
-    has ``limits.per_user`` runs going.
+    The database's partial unique constraint decides a race, with no read first: the common
+    start costs one insert. ``TooManyRuns`` when the user has more than ``limits.per_user``.
     """
     now = timezone.now()
-    cutoff = now - timedelta(seconds=limits.stale)
-    for run in Run.objects.filter(conversation_id=conversation_id, status__in=ACTIVE):
-        if run.heartbeat is None or run.heartbeat < cutoff:
-            _interrupt(run)
+    try:
+        run = Run.objects.create(
+            conversation_id=conversation_id,
+            status="running",
+            started=now,
+            holder=holder,
+            heartbeat=now,
+        )
+    except IntegrityError:
+        raise _SlotTaken from None
     if limits.per_user:
+        cutoff = now - timedelta(seconds=limits.stale)
         going = Run.objects.filter(
             conversation__owner_id=user_id, status__in=ACTIVE, heartbeat__gte=cutoff
         ).count()
-        if going >= limits.per_user:
+        if going > limits.per_user:
             raise TooManyRuns(
-                f"you have {going} replies running; wait for one to finish "
+                f"you have {going - 1} replies running; wait for one to finish "
                 f"(at most {limits.per_user} at once)"
             )
-    try:
-        with transaction.atomic():
-            run = Run.objects.create(
-                conversation_id=conversation_id,
-                status="running",
-                started=now,
-                holder=holder,
-                heartbeat=now,
-            )
-    except IntegrityError:
-        raise Busy("a reply is still running in this conversation") from None
     return run.id
+
+
+def _free_stale_slot(conversation_id: str, stale: float) -> bool:
+    """Close the conversation's active runs whose holder stopped beating; whether any was."""
+    cutoff = timezone.now() - timedelta(seconds=stale)
+    closed = False
+    with transaction.atomic():
+        for run in Run.objects.filter(conversation_id=conversation_id, status__in=ACTIVE):
+            if run.heartbeat is None or run.heartbeat < cutoff:
+                _interrupt(run)
+                closed = True
+    return closed
 
 
 def _name(conversation_id: str, content: str, title: str) -> str:
@@ -225,13 +236,22 @@ def prepare_run(
     each one hands the GIL to the event loop and waits to get it back, so under load a
     start's wall time grows with its statement count.
     """
-    with transaction.atomic():
-        spec = load_spec(conversation_id, user_id)
-        run_id = _take_slot(conversation_id, user_id, holder, limits)
-        # An append, not a ``set``: the history is read under the append's lock, not re-checked.
-        stored = DjangoConversationStore(owner=user_id).append_sync(conversation_id, message)
-        workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
-        title = _name(conversation_id, message.content, spec.title)
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                spec = load_spec(conversation_id, user_id)
+                run_id = _open_run(conversation_id, user_id, holder, limits)
+                # An append, not a ``set``: the history is read under the append's lock.
+                stored = DjangoConversationStore(owner=user_id).append_sync(
+                    conversation_id, message
+                )
+                workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
+                title = _name(conversation_id, message.content, spec.title)
+            break
+        except _SlotTaken:
+            # Held: by a live run (busy), or by one whose process died (closed, then retried).
+            if attempt or not _free_stale_slot(conversation_id, limits.stale):
+                raise Busy("a reply is still running in this conversation") from None
     payload = committed_payload([message])[0]
     return LoadedSession(spec, stored, workspace), run_id, spec.usage, payload, title
 

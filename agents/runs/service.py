@@ -68,6 +68,7 @@ class RunService:
 
     async def get(self, *, user_id: int, run_id: int) -> RunRecord:
         """The user's run ``run_id`` as stored (``LookupError`` if absent or someone else's)."""
+        self.manager.sweeper.ensure()
         record = await in_thread(owned_run)(user_id, run_id)
         if record is None:
             raise LookupError(f"no run {run_id!r}")
@@ -80,6 +81,7 @@ class RunService:
         not hold (settled long ago, or running in another process) is replayed from the
         database once it has settled.
         """
+        self.manager.sweeper.ensure()
         active = self.manager.run(run_id)
         if active is not None:
             seq = after

@@ -149,6 +149,35 @@ def _daphne() -> str:
     return str(beside if beside.exists() else REPO / ".venv" / "bin" / "daphne")
 
 
+def start_daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A plain ``daphne`` serving the project with ``env``, once it answers ``/healthz``."""
+    port = _free_port()
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            [_daphne(), "-b", "127.0.0.1", "-p", str(port), "orkestrel.asgi:application"],
+            cwd=REPO,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: teardown kills it all
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"daphne exited with {process.returncode}:\n{_tail(log)}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return process, url
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            _stop(process)
+            pytest.fail(f"daphne did not answer /healthz in {START_TIMEOUT}s:\n{_tail(log)}")
+        time.sleep(0.1)
+
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """Terminate the server's whole process group, forcefully if it lingers."""
     if process.poll() is not None:
@@ -184,32 +213,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("e2e")
     env = _server_env(folder / "e2e.sqlite3")
     made = json.loads(_shell(env, SETUP_CODE).strip().splitlines()[-1])
-    port = _free_port()
     log = folder / "daphne.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [_daphne(), "-b", "127.0.0.1", "-p", str(port), "orkestrel.asgi:application"],
-            cwd=REPO,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: teardown kills it all
-        )
-    url = f"http://127.0.0.1:{port}"
+    process, url = start_daphne(env, log)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"daphne exited with {process.returncode}:\n{_tail(log)}")
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"daphne did not answer /healthz in {START_TIMEOUT}s:\n{_tail(log)}")
-            time.sleep(0.1)
         yield Server(url=url, log=log, cookie=made["cookie"], sessions=made["sessions"], env=env)
     finally:
         _stop(process)
