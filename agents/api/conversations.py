@@ -44,7 +44,7 @@ from .serializers import (
     MessageCreateSerializer,
     RunSerializer,
 )
-from .sse import EventStreamRenderer, event_stream
+from .sse import HEARTBEAT_SECONDS, EventStreamRenderer, event_stream
 
 __all__ = ["ConversationViewSet"]
 
@@ -180,7 +180,7 @@ class ConversationViewSet(
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
         discard_attachments(str(conversation.pk), attachments)
         if isinstance(request.accepted_renderer, EventStreamRenderer):
-            return event_stream(self.service.follow(handle.id))
+            return event_stream(self.service.follow_batches(handle.id, idle=HEARTBEAT_SECONDS))
         if _truthy(request.query_params.get("wait")):
             user = user_id(request)
             return deferred_json(lambda: settled_body(user, handle.id))

@@ -18,7 +18,7 @@ from .base import JsonErrors, user_id
 from .errors import Conflict
 from .events import EVENT_STREAM_RESPONSE
 from .serializers import RunSerializer
-from .sse import EventStreamRenderer, event_stream
+from .sse import HEARTBEAT_SECONDS, EventStreamRenderer, event_stream
 
 __all__ = ["RunViewSet", "run_body", "settled_body"]
 
@@ -100,4 +100,6 @@ class RunViewSet(JsonErrors, viewsets.ViewSet):
             raise ValidationError({"after": ["Must be an event id (an integer)."]}) from None
         if seq < 0:
             raise ValidationError({"after": ["Must be at least 0."]})
-        return event_stream(self.service.follow(record.id, after=seq))
+        return event_stream(
+            self.service.follow_batches(record.id, after=seq, idle=HEARTBEAT_SECONDS)
+        )

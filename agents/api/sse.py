@@ -7,7 +7,6 @@ as JSON (the same object the websocket sends). A client that reconnects with ``L
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -16,7 +15,7 @@ from rest_framework.renderers import BaseRenderer
 
 from orkestrel.protocol import encode_text
 
-__all__ = ["EventStreamRenderer", "event_stream", "format_event"]
+__all__ = ["HEARTBEAT_SECONDS", "EventStreamRenderer", "event_stream", "format_event"]
 
 # A comment line this often keeps proxies and load balancers from closing a quiet stream.
 HEARTBEAT_SECONDS = 15.0
@@ -46,32 +45,20 @@ def format_event(frame: dict[str, Any]) -> str:
     return f"{head}event: {frame['type']}\ndata: {encode_text(frame)}\n\n"
 
 
-async def _with_heartbeats(frames: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
-    iterator = aiter(frames)
-    pending: asyncio.Task[dict[str, Any]] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(iterator))
-            done, _ = await asyncio.wait({pending}, timeout=HEARTBEAT_SECONDS)
-            if not done:
-                yield ": keep-alive\n\n"
-                continue
-            try:
-                frame = pending.result()
-            except StopAsyncIteration:
-                return
-            pending = None
-            yield format_event(frame)
-    finally:
-        if pending is not None and not pending.done():
-            pending.cancel()
+async def _events(batches: AsyncIterator[list[dict[str, Any]] | None]) -> AsyncIterator[str]:
+    # Every frame that is ready goes out in one chunk: no task or timer per frame (a stream
+    # must keep up with its run); a quiet stream gets a keep-alive comment instead.
+    async for batch in batches:
+        yield ": keep-alive\n\n" if batch is None else "".join(map(format_event, batch))
 
 
-def event_stream(frames: AsyncIterator[dict[str, Any]], status: int = 200) -> StreamingHttpResponse:
-    """A streaming response of ``frames`` as SSE; the stream ends with the run."""
+def event_stream(
+    batches: AsyncIterator[list[dict[str, Any]] | None], status: int = 200
+) -> StreamingHttpResponse:
+    """A streaming response of a run's frames as SSE (``RunService.follow_batches``); the
+    stream ends with the run."""
     response = StreamingHttpResponse(
-        _with_heartbeats(frames), status=status, content_type="text/event-stream"
+        _events(batches), status=status, content_type="text/event-stream"
     )
     response["Cache-Control"] = "no-cache"
     # nginx buffers proxied responses unless told not to.

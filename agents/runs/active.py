@@ -142,13 +142,22 @@ class ActiveRun:
         more, self._more = self._more, asyncio.Event()
         more.set()
 
-    async def frames_after(self, seq: int) -> list[dict[str, Any]]:
+    async def frames_after(
+        self, seq: int, idle: float | None = None
+    ) -> list[dict[str, Any]] | None:
         """The frames after ``seq``, waiting for the next one when there are none yet.
 
-        Empty once the run has settled and every frame was read: the follow is over.
+        Empty once the run has settled and every frame was read: the follow is over. ``None``
+        when ``idle`` seconds passed with no frame (a follower's cue for a keep-alive).
         """
         while len(self.frames) <= seq and not self.settled:
-            await self._more.wait()
+            if idle is None:
+                await self._more.wait()
+                continue
+            try:
+                await asyncio.wait_for(self._more.wait(), idle)
+            except TimeoutError:
+                return None
         return self.frames[seq:]
 
     def started(self, message: Any, nonce: str | None, title: str) -> None:

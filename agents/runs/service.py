@@ -74,6 +74,28 @@ class RunService:
             raise LookupError(f"no run {run_id!r}")
         return record
 
+    async def follow_batches(
+        self, run_id: int, *, after: int = 0, idle: float
+    ) -> AsyncIterator[list[dict[str, Any]] | None]:
+        """``follow`` in batches: every frame that is ready at once, and ``None`` after
+        ``idle`` seconds without one (a stream's cue to send a keep-alive)."""
+        active = self.manager.run(run_id)
+        if active is None:
+            async for frame in self.follow(run_id, after=after):
+                yield [frame]
+            return
+        self.manager.sweeper.ensure()
+        seq = after
+        while True:
+            frames = await active.frames_after(seq, idle)
+            if frames is None:
+                yield None
+                continue
+            if not frames:
+                return
+            seq += len(frames)
+            yield frames
+
     async def follow(self, run_id: int, *, after: int = 0) -> AsyncIterator[dict[str, Any]]:
         """The run's frames after sequence number ``after``: replayed, then live, to its end.
 

@@ -6,7 +6,7 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.runs import RunManager, RunTimings, recover_interrupted
+from agents.runs import RunManager, RunService, RunTimings, recover_interrupted
 from conversations.models import AuthorityDecision, Message, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -335,3 +335,18 @@ async def test_text_frames_keep_the_gap_so_deltas_close_together_share_one(
     paced = text_frames(frames, ("token",))[:-1]
     assert len(paced) >= 2
     assert all(b - a >= 0.09 for (a, _), (b, _) in zip(paced, paced[1:], strict=False))
+
+
+async def test_a_batched_follow_gets_ready_frames_together_and_idle_cues_in_between(
+    user, conversation, demo, settings
+):
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.05}
+    service = RunService(RunManager())
+    handle = await service.start(
+        user_id=user.id, conversation_id=str(conversation.id), content="one two three"
+    )
+    batches = [b async for b in service.follow_batches(handle.id, idle=0.01)]
+    frames = [f for b in batches if b is not None for f in b]
+    assert None in batches  # a 50 ms word is longer than the 10 ms idle cue
+    assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+    assert frames == [f async for f in service.follow(handle.id)]
