@@ -15,7 +15,7 @@ start-up recovery), ``payloads`` (frame payloads), ``groups`` (layer groups).
 from .active import ActiveRun
 from .groups import group_name, is_shared, join_group
 from .manager import MANUAL_KEEP, Busy, RunManager, run_manager
-from .payloads import committed_payload, section_payload
+from .payloads import committed_payload, compaction_payload
 from .records import TITLE_LENGTH, RunRecord, recover_interrupted
 from .service import TERMINAL, RunHandle, RunService, run_service
 from .timings import (
@@ -52,5 +52,5 @@ __all__ = [
     "recover_interrupted",
     "run_manager",
     "run_service",
-    "section_payload",
+    "compaction_payload",
 ]

@@ -24,7 +24,7 @@ from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
 from .errors import Busy, StartFailed
 from .fanout import FanOut, Subscriber, spawn
-from .payloads import section_payload
+from .payloads import compaction_payload
 from .records import RunLimits, finish_run, prepare_run, save_events
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
@@ -129,7 +129,7 @@ class RunManager:
             active.total = usage
             session.agent.context.messages.emitter.on(
                 "compact",
-                lambda section: active.compacted(section_payload(section)),
+                lambda section: active.compacted(compaction_payload(section)),
             )
             self._runs[conversation_id] = active
             self._by_run[run_id] = active

@@ -8,10 +8,10 @@ from conversations.render_pool import render_all
 from orkestrel.core import Message
 from orkestrel.protocol import MessagePayload, SectionPayload, message_payload
 
-__all__ = ["committed_payload", "section_payload"]
+__all__ = ["committed_payload", "compaction_payload"]
 
 
-def section_payload(section: Any) -> SectionPayload:
+def compaction_payload(section: Any) -> SectionPayload:
     """A compacted section for the ``compaction`` frame (its originals unrendered)."""
     return {
         "id": section.id,

@@ -19,7 +19,7 @@ from orkestrel.protocol import CompactionFrame, MessagePayload, SectionPayload, 
 
 from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
-from .payloads import section_payload
+from .payloads import compaction_payload
 from .records import RunRecord, owned_run, run_conversation, stored_events
 from .relay import follow_remote
 
@@ -152,7 +152,7 @@ class RunService:
         )
         if section is None:
             return None
-        payload = section_payload(section)
+        payload = compaction_payload(section)
         self.manager.publish(
             conversation_id, encode(CompactionFrame(run=None, seq=None, section=payload))
         )
