@@ -19,7 +19,7 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .models import AuthorityDecision, Conversation, Message, Run, Section, ToolFailure
+from .models import AuthorityDecision, Conversation, Message, Response, Run, Section, ToolFailure
 
 # A transcript page stays renderable however long the history: the newest live messages and
 # the first originals of each section are shown, with a count of the rest.
@@ -97,13 +97,21 @@ class FailureInline(ReadOnlyMixin, admin.TabularInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "owner", "profile", "message_count", "usage_total", "updated"]
-    list_filter = ["profile", "updated"]
+    list_display = [
+        "__str__",
+        "owner",
+        "profile",
+        "origin",
+        "message_count",
+        "usage_total",
+        "updated",
+    ]
+    list_filter = ["origin", "profile", "updated"]
     list_select_related = ["owner", "profile"]
     search_fields = ["title", "owner__username", "summary"]
     date_hierarchy = "updated"
     fieldsets = [
-        (None, {"fields": ["title", "id", "owner", "profile", "workspace"]}),
+        (None, {"fields": ["title", "id", "owner", "profile", "origin", "workspace"]}),
         ("Usage", {"fields": ["usage", "created", "updated"]}),
         ("Transcript", {"fields": ["rollup", "transcript"]}),
     ]
@@ -111,6 +119,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "id",
         "owner",
         "profile",
+        "origin",
         "workspace",
         "usage",
         "created",
@@ -207,7 +216,7 @@ def _dump(value: Any) -> str:
 @admin.register(Run)
 class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["__str__", "conversation", "status", "stop_reason", "usage_total", "created"]
-    list_filter = ["status", "created"]
+    list_filter = ["status", "conversation__origin", "created"]
     list_select_related = ["conversation"]
     search_fields = ["conversation__title", "error"]
     date_hierarchy = "created"
@@ -228,4 +237,15 @@ class ToolFailureAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["tool_name", "created"]
     list_select_related = ["conversation"]
     search_fields = ["tool_name", "error"]
+    date_hierarchy = "created"
+
+
+@admin.register(Response)
+class ResponseAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The ids the Responses API handed out, each naming a run of a conversation."""
+
+    list_display = ["id", "owner", "model", "stored", "run", "created"]
+    list_filter = ["stored", "created"]
+    list_select_related = ["owner", "run"]
+    search_fields = ["id", "owner__username", "model"]
     date_hierarchy = "created"

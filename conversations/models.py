@@ -24,6 +24,7 @@ __all__ = [
     "AuthorityDecision",
     "Conversation",
     "Message",
+    "Response",
     "Run",
     "Section",
     "ToolFailure",
@@ -38,6 +39,11 @@ _STATUSES = ["queued", "running", "done", "partial", "error", "interrupted"]
 
 class Conversation(models.Model):
     """A user's conversation; its ``id`` is the kit conversation id (``str(id)``)."""
+
+    class Origin(models.TextChoices):
+        CHAT = "chat", "chat"
+        API = "api", "REST API"
+        OPENAI = "openai", "OpenAI-compatible API"
 
     id = models.UUIDField("id", primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
@@ -66,6 +72,13 @@ class Conversation(models.Model):
     # Null until the first compaction: the kit tells "no rollup yet" from an empty rollup.
     summary = models.TextField(
         "summary", null=True, blank=True, help_text="The rollup over every section."
+    )
+    origin = models.CharField(
+        "origin",
+        max_length=16,
+        choices=Origin.choices,
+        default=Origin.CHAT,
+        help_text="The front door it was started through.",
     )
     usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
     usage_completion = models.PositiveBigIntegerField("completion tokens", default=0)
@@ -270,6 +283,12 @@ class Run(models.Model):
         blank=True,
         help_text="Every frame the run sent, in order, stored once it settled (for replay).",
     )
+    request = models.JSONField(
+        "request",
+        null=True,
+        blank=True,
+        help_text="What the front door asked beyond the message (an OpenAI request's options).",
+    )
     created = models.DateTimeField("created", auto_now_add=True)
     started = models.DateTimeField("started", null=True, blank=True)
     finished = models.DateTimeField("finished", null=True, blank=True)
@@ -440,3 +459,43 @@ class Attachment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.mime}, {self.size} bytes"
+
+
+class Response(models.Model):
+    """A run started through OpenAI's Responses API: what ``/v1/responses/{id}`` names.
+
+    ``stored`` is the request's ``store``: an unstored response cannot be retrieved or
+    continued, but its run stays on record for the operator.
+    """
+
+    id = models.CharField("id", primary_key=True, max_length=64)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="responses",
+        verbose_name="owner",
+    )
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="responses",
+        verbose_name="conversation",
+    )
+    run = models.OneToOneField(
+        Run, on_delete=models.CASCADE, related_name="response", verbose_name="run"
+    )
+    model = models.CharField("model", max_length=200, help_text="The profile slug asked for.")
+    stored = models.BooleanField("stored", default=True)
+    echo = models.JSONField(
+        "request fields", default=dict, blank=True, help_text="What the response object repeats."
+    )
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "response"
+        verbose_name_plural = "responses"
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["owner", "-created"], name="conv_response_owner_idx")]
+
+    def __str__(self) -> str:
+        return self.id

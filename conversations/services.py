@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -40,6 +40,7 @@ __all__ = [
     "earlier_messages",
     "section_originals",
     "create_conversation",
+    "fill_tool_results",
     "default_profile",
     "delete_conversation",
     "enabled_profiles",
@@ -146,7 +147,11 @@ def _clean_title(title: str) -> str:
 
 
 def create_conversation(
-    *, user: User, profile: AgentProfile | int | None = None, title: str = ""
+    *,
+    user: User,
+    profile: AgentProfile | int | None = None,
+    title: str = "",
+    origin: str = Conversation.Origin.CHAT,
 ) -> Conversation:
     """Start a conversation for ``user`` with ``profile`` (default: the default profile).
 
@@ -163,7 +168,9 @@ def create_conversation(
         chosen = enabled_profiles().filter(pk=key).first()
         if chosen is None:
             raise ValidationError({"profile": "Choose an enabled agent profile."})
-    conversation = Conversation(owner_id=owner.pk, profile=chosen, title=_clean_title(title))
+    conversation = Conversation(
+        owner_id=owner.pk, profile=chosen, title=_clean_title(title), origin=origin
+    )
     conversation.full_clean()
     with transaction.atomic():
         # Its workspace exists from the start: files can be uploaded before the first message.
@@ -172,6 +179,31 @@ def create_conversation(
         )
         conversation.save()
     return conversation
+
+
+def fill_tool_results(conversation_id: str, results: Mapping[str, str], pending: str) -> str | None:
+    """Put the client's tool results in place of the ``pending`` placeholders its calls left
+    in the live tail; the first call id that waits for nothing, else ``None`` (all filled).
+
+    Call inside the transaction that starts the next run: a refusal must change nothing.
+    """
+    rows = {
+        row.tool_call_id: row
+        for row in Message.objects.filter(
+            conversation_id=conversation_id,
+            section__isnull=True,
+            role=Message.Role.TOOL,
+            tool_call_id__in=list(results),
+            content=pending,
+        )
+    }
+    for call_id in results:
+        if call_id not in rows:
+            return call_id
+    for call_id, row in rows.items():
+        row.content = results[call_id]
+    Message.objects.bulk_update(list(rows.values()), ["content"])
+    return None
 
 
 def rename_conversation(

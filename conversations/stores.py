@@ -13,7 +13,7 @@ message; a snapshot that reuses an id for different content keeps the stored con
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -24,6 +24,7 @@ from django.utils import timezone
 from orkestrel.core.conversation_store import ConversationSnapshot, is_conversation_snapshot
 from orkestrel.core.messages import MessageInput
 from orkestrel.db import in_thread, owner_pk, parse_id
+from workspaces.models import Workspace
 
 from .models import Conversation, Message, Section, message_dict
 from .writer import Stored, Writer, layout, new_message_row
@@ -149,6 +150,41 @@ class DjangoConversationStore:
             )
         )
         return snapshot
+
+    def create_sync(
+        self,
+        id: str,
+        messages: Sequence[MessageInput],
+        *,
+        profile_id: int | None,
+        origin: str,
+        title: str = "",
+    ) -> None:
+        """Create the conversation ``id`` with its workspace and ``messages`` (the history a
+        request brought), in three inserts.
+
+        Raises:
+            ValueError: the id is not a canonical UUID string, the store has no owner, or a
+                message is malformed.
+            IntegrityError: the id is taken.
+        """
+        key = parse_id(id)
+        if key is None:
+            raise ValueError(f"conversation id must be a canonical UUID string, not {id!r}")
+        if self._owner is None:
+            raise ValueError("creating a conversation needs a store with an owner")
+        rows = [new_message_row(key, None, index, m) for index, m in enumerate(messages)]
+        with transaction.atomic():
+            workspace = Workspace.objects.create(owner_id=self._owner, name=title or "Workspace")
+            Conversation.objects.create(
+                id=key,
+                owner_id=self._owner,
+                profile_id=profile_id,
+                origin=origin,
+                title=title,
+                workspace=workspace,
+            )
+            Message.objects.bulk_create(rows)
 
     def delete_sync(self, id: str) -> None:
         """Drop the conversation ``id`` (sections, messages, runs cascade); absent is a no-op."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connections
 
@@ -50,9 +50,13 @@ def _tidy_connections() -> None:
 
 
 def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """``function`` as a coroutine run by ``sync_to_async(thread_sensitive=True)``.
+    """``function`` as a coroutine run on the process's database thread.
 
-    Stale or expired connections are closed before and after the call, as channels does.
+    That is ``sync_to_async(thread_sensitive=True)``'s one shared thread, even inside a
+    request: Django gives each ASGI request a thread of its own, and a request's hops racing
+    the runs' hops on another thread would contend for SQLite's write lock (an in-memory test
+    database refuses at once). Stale or expired connections are closed before and after the
+    call, as channels does.
     """
 
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -62,7 +66,17 @@ def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         finally:
             _tidy_connections()
 
-    return sync_to_async(call, thread_sensitive=True)
+    threaded = sync_to_async(call, thread_sensitive=True)
+
+    async def shared(*args: P.args, **kwargs: P.kwargs) -> R:
+        # ``None`` is what asgiref reads as "no request context": its shared thread.
+        token = SyncToAsync.thread_sensitive_context.set(None)  # type: ignore[arg-type]
+        try:
+            return await threaded(*args, **kwargs)
+        finally:
+            SyncToAsync.thread_sensitive_context.reset(token)
+
+    return shared
 
 
 def chunked[T](items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:

@@ -232,12 +232,13 @@ class StateFrame:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StartedFrame:
-    """A run began; ``message`` is the committed user message."""
+    """A run began; ``message`` is the committed user message (``None`` when the run answers
+    the history as it stands: a client's tool results came last)."""
 
     type: Literal["started"] = "started"
     run: int
     seq: int
-    message: MessagePayload
+    message: MessagePayload | None
     nonce: str | None
     title: str
 

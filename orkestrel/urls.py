@@ -16,6 +16,7 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("agents.api.urls")),
+    path("v1/", include("agents.openai.urls")),
     path("", include("agents.urls")),
     path("", include("conversations.file_urls")),
     path("", include("conversations.urls")),

@@ -92,6 +92,7 @@ class ConversationViewSet(
             user=request.user,
             profile=serializer.validated_data.get("profile"),
             title=serializer.validated_data.get("title", ""),
+            origin=Conversation.Origin.API,
         )
         return Response(self._body(conversation), status=status.HTTP_201_CREATED)
 

@@ -72,8 +72,8 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "profile", "created", "updated", "usage", "context"]
-        read_only_fields = ["id", "created", "updated", "usage", "context"]
+        fields = ["id", "title", "profile", "origin", "created", "updated", "usage", "context"]
+        read_only_fields = ["id", "origin", "created", "updated", "usage", "context"]
 
     @extend_schema_field(UsageSerializer)
     def get_usage(self, conversation: Conversation) -> dict[str, int]:

@@ -16,7 +16,7 @@ from .active import ActiveRun
 from .groups import group_name, is_shared, join_group
 from .manager import MANUAL_KEEP, Busy, RunManager, run_manager
 from .payloads import committed_payload, compaction_payload
-from .records import TITLE_LENGTH, RunRecord, recover_interrupted
+from .records import TITLE_LENGTH, ConversationSeed, RunRecord, recover_interrupted
 from .service import TERMINAL, RunHandle, RunService, run_service
 from .timings import (
     BURST_FRAMES,
@@ -40,6 +40,7 @@ __all__ = [
     "TERMINAL",
     "ActiveRun",
     "Busy",
+    "ConversationSeed",
     "RunHandle",
     "RunRecord",
     "RunService",

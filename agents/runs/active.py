@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from orkestrel.core import (
@@ -41,6 +41,7 @@ from orkestrel.protocol import (
     usage_payload,
 )
 
+from ..runtime.client_tools import HANDOFF_STOP
 from ..runtime.session import ChatSession
 from .pacing import Pacer
 from .payloads import committed_payload, joined, reason_text
@@ -199,7 +200,7 @@ class ActiveRun:
         pacer = Pacer(self.manager.timings, clock())
         outcome: asyncio.Future[AgentResult] | None = None
         try:
-            stream = session.agent.stream(think=session.think)
+            stream = session.agent.stream(**session.run_options())
             outcome = stream.result
             channel = stream.channel
             while True:
@@ -293,7 +294,7 @@ class ActiveRun:
                 "error",
                 None,
                 "the reply could not be saved",
-                (self.content, self.thinking),
+                partial=(self.content, self.thinking),
             )
         except Exception:
             logger.exception("marking run %s failed", self.run_id)
@@ -306,13 +307,24 @@ class ActiveRun:
         try:
             if result is not None:
                 done = result
+                handoff = self.session.handoff
+                if done.stop == "abort" and handoff is not None and handoff.stopped:
+                    # Stopped for the client's tools: the run did what it could, it is done.
+                    done = replace(done, partial=False, reason=None)
+                    stop = HANDOFF_STOP
+                else:
+                    stop = done.stop
                 status = "done" if not done.partial else "partial"
-                await self._commit(done.usage, lambda: finish_run(self.run_id, status, done, ""))
-                if done.stop == "abort":
+                await self._commit(
+                    done.usage, lambda: finish_run(self.run_id, status, done, "", stop)
+                )
+                if stop == "abort":
                     self.emit(AbortFrame, reason=reason_text(done.reason))
-                elif done.stop == "exhaust":
+                elif stop == "exhaust":
                     self.emit(ExhaustFrame, limit=self.session.agent.limit)
-                self.emit(FinishFrame, result=result_payload(done), context=self._context())
+                payload = result_payload(done)
+                payload["stop"] = stop
+                self.emit(FinishFrame, result=payload, context=self._context())
             else:
                 message = str(error) or type(error).__name__
                 partial = (self.content, self.thinking)
@@ -322,7 +334,7 @@ class ActiveRun:
                         {"role": "assistant", "content": self.content}
                     )
                 await self._commit(
-                    then=lambda: finish_run(self.run_id, "error", None, message, partial)
+                    then=lambda: finish_run(self.run_id, "error", None, message, partial=partial)
                 )
                 self.emit(ErrorFrame, code="run_failed", message=message[:500])
             ended = True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["Busy", "StartFailed", "TooManyRuns"]
+__all__ = ["Busy", "StartFailed", "ToolClash", "TooManyRuns", "UnknownProfile", "UnknownToolCall"]
 
 
 class Busy(RuntimeError):
@@ -16,3 +16,25 @@ class TooManyRuns(RuntimeError):
 class StartFailed(RuntimeError):
     """The run could not be built (its profile's provider, tools or policy); it ended as an
     error, the user message stays stored."""
+
+
+class ToolClash(ValueError):
+    """A tool the client brought has the name of one of the profile's tools."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(
+            "tool names clash with the profile's own tools: " + ", ".join(sorted(names))
+        )
+        self.names = sorted(names)
+
+
+class UnknownProfile(LookupError):
+    """No enabled agent profile has the slug a request named."""
+
+
+class UnknownToolCall(LookupError):
+    """A tool result names a call the conversation is not waiting for."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(f"no tool call {call_id!r} is waiting for its result")
+        self.call_id = call_id

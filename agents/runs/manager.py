@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +18,7 @@ from django.conf import settings
 from orkestrel.core import Message, mint_id
 from orkestrel.db import in_thread
 
+from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
 from .active import ActiveRun
@@ -25,7 +26,7 @@ from .checkpoints import Checkpointer, Sweeper
 from .errors import Busy, StartFailed
 from .fanout import FanOut, Subscriber, spawn
 from .payloads import compaction_payload
-from .records import RunLimits, finish_run, prepare_run, save_events
+from .records import ConversationSeed, RunLimits, finish_run, prepare_run, save_events
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
 
@@ -96,26 +97,45 @@ class RunManager:
         *,
         user_id: int,
         conversation_id: str,
-        content: str,
+        content: str | None,
         images: tuple[str, ...] = (),
         nonce: str | None = None,
+        seed: ConversationSeed | None = None,
+        overrides: RunOverrides | None = None,
+        results: Mapping[str, str] | None = None,
     ) -> ActiveRun:
-        """Persist the user message, then start a run. Raises ``Busy`` while one runs."""
+        """Persist the user message, then start a run. Raises ``Busy`` while one runs.
+
+        ``content=None`` answers the history as it stands; ``seed`` creates the conversation
+        first; ``overrides`` are the run's changes to its profile; ``results`` are the client's
+        tool results (call id to output) for the calls the conversation waits for.
+        """
         if self.busy(conversation_id):
             raise Busy("a reply is still running in this conversation")
         self.sweeper.ensure()
         self._starting.add(conversation_id)
         try:
-            message = Message(mint_id(), "user", content, images=images or None)
+            message = (
+                Message(mint_id(), "user", content, images=images or None)
+                if content is not None
+                else None
+            )
             # One database hop: load everything, make the user message durable, open the run.
             limits = RunLimits(
                 per_user=settings.ORKESTREL.get("MAX_RUNS_PER_USER", 0), stale=self.timings.stale
             )
             loaded, run_id, usage, user_payload, title = await in_thread(prepare_run)(
-                conversation_id, user_id, message, self.origin, limits
+                conversation_id,
+                user_id,
+                message,
+                self.origin,
+                limits,
+                seed=seed,
+                overrides=overrides,
+                results=results,
             )
             try:
-                session = await ChatSession.from_loaded(loaded)
+                session = await ChatSession.from_loaded(loaded, overrides)
             except Exception as error:
                 # The profile cannot be built (an operator's configuration): the message is
                 # stored, the run ends as an error at once instead of holding the slot.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,17 +12,28 @@ from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import Conversation, Run
+from conversations.services import fill_tool_results
 from conversations.stores import DjangoConversationStore
-from orkestrel.core import AgentResult, Message, TokenUsage, create_conversation
+from orkestrel.core import (
+    AgentResult,
+    ConversationSnapshot,
+    Message,
+    TokenUsage,
+    create_conversation,
+)
 from orkestrel.protocol import MessagePayload
 from workspaces.stores import DjangoWorkspaceStore
 
+from ..models import AgentProfile
+from ..runtime.client_tools import PENDING_CONTENT
+from ..runtime.overrides import RunOverrides
 from ..runtime.spec import LoadedSession, load_spec
-from .errors import Busy, TooManyRuns
+from .errors import Busy, ToolClash, TooManyRuns, UnknownProfile, UnknownToolCall
 from .payloads import committed_payload
 
 __all__ = [
     "TITLE_LENGTH",
+    "ConversationSeed",
     "RunLimits",
     "RunRecord",
     "owned_run",
@@ -70,6 +81,16 @@ def save_checkpoints(rows: list[tuple[int, str, str]], alive: Sequence[int] = ()
                 f"thinking = CASE id {cases} END WHERE id IN ({marks})",
                 params,
             )
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSeed:
+    """A conversation to create with its run: a request that brings its own history."""
+
+    profile: str  # an enabled profile's slug
+    origin: str
+    history: tuple[Message, ...] = ()
+    title: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,15 +168,19 @@ def finish_run(
     status: str,
     result: AgentResult | None,
     error: str,
+    stop: str | None = None,
     partial: tuple[str, str] | None = None,
 ) -> None:
-    """Settle the ``Run`` row; a failed run keeps its ``partial`` (content, thinking)."""
+    """Settle the ``Run`` row; ``stop`` overrides the result's reason (``tool_calls``); a
+    failed run keeps its ``partial`` (content, thinking)."""
     fields: dict[str, Any] = {"status": status, "finished": timezone.now(), "error": error}
     if partial is not None:
         fields.update(content=partial[0], thinking=partial[1])
     if result is not None:
         fields.update(
-            stop_reason=result.stop, content=result.content, thinking=result.thinking or ""
+            stop_reason=stop or result.stop,
+            content=result.content,
+            thinking=result.thinking or "",
         )
         if result.usage is not None:
             fields.update(
@@ -173,7 +198,13 @@ class _SlotTaken(Exception):
     """The conversation's run slot is held (the unique constraint refused the insert)."""
 
 
-def _open_run(conversation_id: str, user_id: int, holder: str, limits: RunLimits) -> int:
+def _open_run(
+    conversation_id: str,
+    user_id: int,
+    holder: str,
+    limits: RunLimits,
+    request: dict[str, Any] | None = None,
+) -> int:
     """Open the ``Run`` row: the conversation's one run slot, in every process.
 
     The database's partial unique constraint decides a race, with no read first: the common
@@ -187,6 +218,7 @@ def _open_run(conversation_id: str, user_id: int, holder: str, limits: RunLimits
             started=now,
             holder=holder,
             heartbeat=now,
+            request=request,
         )
     except IntegrityError:
         raise _SlotTaken from None
@@ -227,32 +259,72 @@ def _name(conversation_id: str, content: str, title: str) -> str:
     return title
 
 
+def _profile_id(slug: str) -> int:
+    found = AgentProfile.objects.filter(slug=slug, enabled=True).values_list("pk", flat=True)
+    for pk in found[:1]:
+        return pk
+    raise UnknownProfile(f"no agent profile {slug!r}")
+
+
 def prepare_run(
-    conversation_id: str, user_id: int, message: Message, holder: str, limits: RunLimits
-) -> tuple[LoadedSession, int, TokenUsage, MessagePayload, str]:
+    conversation_id: str,
+    user_id: int,
+    message: Message | None,
+    holder: str,
+    limits: RunLimits,
+    *,
+    seed: ConversationSeed | None = None,
+    overrides: RunOverrides | None = None,
+    results: Mapping[str, str] | None = None,
+) -> tuple[LoadedSession, int, TokenUsage, MessagePayload | None, str]:
     """Take the run slot, load the session and store the user message, in one transaction.
 
-    A refused start (``Busy``, ``TooManyRuns``) stores nothing. Few statements on purpose:
-    each one hands the GIL to the event loop and waits to get it back, so under load a
-    start's wall time grows with its statement count.
+    With a ``seed`` the conversation is created first, with its history; ``results`` (call id
+    to output) fill in the client tool calls the conversation waits for; without a
+    ``message`` the run answers the history as it stands (a tool result came last). A refused
+    start (``Busy``, ``TooManyRuns``, ``ToolClash``, ``UnknownProfile``, ``UnknownToolCall``)
+    stores nothing. Few statements on
+    purpose: each one hands the GIL to the event loop and waits to get it back, so under load
+    a start's wall time grows with its statement count.
     """
+    request = dict(overrides.request) if overrides is not None and overrides.request else None
     for attempt in range(2):
         try:
             with transaction.atomic():
+                store = DjangoConversationStore(owner=user_id)
+                if seed is not None:
+                    store.create_sync(
+                        conversation_id,
+                        seed.history,
+                        profile_id=_profile_id(seed.profile),
+                        origin=seed.origin,
+                        title=seed.title,
+                    )
+                if results:
+                    missing = fill_tool_results(conversation_id, results, PENDING_CONTENT)
+                    if missing is not None:
+                        raise UnknownToolCall(missing)
                 spec = load_spec(conversation_id, user_id)
-                run_id = _open_run(conversation_id, user_id, holder, limits)
-                # An append, not a ``set``: the history is read under the append's lock.
-                stored = DjangoConversationStore(owner=user_id).append_sync(
-                    conversation_id, message
-                )
+                if overrides is not None and overrides.client_tools:
+                    clash = overrides.client_names & {tool.name for tool in spec.tools}
+                    if clash:
+                        raise ToolClash(list(clash))
+                run_id = _open_run(conversation_id, user_id, holder, limits, request)
+                stored: ConversationSnapshot | None
+                if message is not None:
+                    # An append, not a ``set``: the history is read under the append's lock.
+                    stored = store.append_sync(conversation_id, message)
+                    title = _name(conversation_id, message.content, spec.title)
+                else:
+                    stored = store.get_sync(conversation_id)
+                    title = spec.title
                 workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
-                title = _name(conversation_id, message.content, spec.title)
             break
         except _SlotTaken:
             # Held: by a live run (busy), or by one whose process died (closed, then retried).
             if attempt or not _free_stale_slot(conversation_id, limits.stale):
                 raise Busy("a reply is still running in this conversation") from None
-    payload = committed_payload([message])[0]
+    payload = committed_payload([message])[0] if message is not None else None
     return LoadedSession(spec, stored, workspace), run_id, spec.usage, payload, title
 
 

@@ -8,7 +8,7 @@ run manager) and speaks only the protocol's frames.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +17,11 @@ from channels.layers import get_channel_layer
 from orkestrel.db import in_thread
 from orkestrel.protocol import CompactionFrame, MessagePayload, SectionPayload, encode
 
+from ..runtime.overrides import RunOverrides
 from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
 from .payloads import compaction_payload
-from .records import RunRecord, owned_run, run_conversation, stored_events
+from .records import ConversationSeed, RunRecord, owned_run, run_conversation, stored_events
 from .relay import follow_remote
 
 __all__ = ["TERMINAL", "RunHandle", "RunService", "run_service"]
@@ -37,7 +38,7 @@ class RunHandle:
 
     id: int
     conversation_id: str
-    message: MessagePayload
+    message: MessagePayload | None
 
 
 class RunService:
@@ -51,19 +52,31 @@ class RunService:
         *,
         user_id: int,
         conversation_id: str,
-        content: str,
+        content: str | None,
         images: tuple[str, ...] = (),
         nonce: str | None = None,
+        seed: ConversationSeed | None = None,
+        overrides: RunOverrides | None = None,
+        results: Mapping[str, str] | None = None,
     ) -> RunHandle:
-        """Store the user message durably, then start its run (``Busy`` while one runs)."""
+        """Store the user message durably, then start its run (``Busy`` while one runs).
+
+        ``content=None`` answers the history as it stands; ``seed`` creates the conversation
+        with the run (a request that brings its history); ``overrides`` change the profile for
+        this run (``ToolClash`` when a client tool has a profile tool's name); ``results``
+        fill in the client tool calls the conversation waits for (``UnknownToolCall``).
+        """
         active = await self.manager.start(
             user_id=user_id,
             conversation_id=conversation_id,
             content=content,
             images=images,
             nonce=nonce,
+            seed=seed,
+            overrides=overrides,
+            results=results,
         )
-        message: MessagePayload = active.frames[0]["message"]
+        message: MessagePayload | None = active.frames[0]["message"]
         return RunHandle(active.run_id, conversation_id, message)
 
     async def get(self, *, user_id: int, run_id: int) -> RunRecord:
@@ -139,6 +152,14 @@ class RunService:
                     yield frame
                 return
             await asyncio.sleep(POLL_SECONDS)
+
+    async def frames(self, run_id: int) -> list[dict[str, Any]] | None:
+        """The run's frames so far: live when this process holds it, else as stored once it
+        settled (``None``: running elsewhere, or it ended without storing them)."""
+        active = self.manager.run(run_id)
+        if active is not None:
+            return list(active.frames)
+        return await in_thread(stored_events)(run_id)
 
     async def compact(
         self, *, user_id: int, conversation_id: str, focus: str | None = None

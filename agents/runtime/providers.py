@@ -10,12 +10,16 @@ from orkestrel.providers.base import HttpProviderOptions
 
 from ..models import ProviderEndpoint
 from .demo import DEMO_WORD_DELAY, create_demo_provider
+from .overrides import Sampling
 
 __all__ = ["provider_for"]
 
 
-def provider_for(endpoint: ProviderEndpoint, model: str) -> Provider:
-    """Build the provider an endpoint describes, for ``model`` (the key read from the env)."""
+def provider_for(
+    endpoint: ProviderEndpoint, model: str, sampling: Sampling | None = None
+) -> Provider:
+    """Build the provider an endpoint describes, for ``model`` (the key read from the env),
+    sampling as a request asked (``sampling``)."""
     kind = endpoint.kind
     if kind == ProviderEndpoint.Kind.SCRIPTED:
         delay = getattr(settings, "ORKESTREL", {}).get("DEMO_WORD_DELAY", DEMO_WORD_DELAY)
@@ -29,6 +33,9 @@ def provider_for(endpoint: ProviderEndpoint, model: str) -> Provider:
         "retries": endpoint.max_retries,
         "name": f"{endpoint.name}/{model}",
     }
+    extra = sampling.request_body(kind) if sampling is not None else None
+    if extra:
+        options["extra_body"] = extra
     if kind == ProviderEndpoint.Kind.OPENAI:
         return OpenAIProvider(**options)
     if kind == ProviderEndpoint.Kind.ANTHROPIC:

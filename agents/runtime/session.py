@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 from django.conf import settings
@@ -16,16 +16,17 @@ from conversations.models import AuthorityDecision, Conversation, ToolFailure
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
     Agent,
+    Authority,
     ConversationManager,
     ConversationSnapshot,
     InstructionManager,
+    RunOptions,
     ThinkingLevel,
     TokenUsage,
     ToolCall,
     ToolResult,
     WorkspaceManager,
     create_budget,
-    create_token_budget,
     estimate_messages,
 )
 from orkestrel.core import (
@@ -40,6 +41,9 @@ from ..authority import PolicyAuthority
 from ..models import (
     AuthorityRule,
 )
+from .budgets import run_budget
+from .client_tools import ClientToolAuthority, Handoff, client_tool
+from .overrides import RunOverrides
 from .providers import provider_for
 from .registry import ToolContext
 from .spec import LoadedSession, RuntimeSpec, load_session
@@ -123,12 +127,20 @@ class ChatSession:
         conversations: ConversationManager,
         workspaces: WorkspaceManager,
         decisions: DecisionLog,
+        overrides: RunOverrides | None = None,
     ) -> None:
         self.spec = spec
         self.agent = agent
         self.conversations = conversations
         self.workspaces = workspaces
         self.decisions = decisions
+        self.overrides = overrides or RunOverrides()
+        # Set when the run may call the client's tools: it stops once it has.
+        self.handoff: Handoff | None = (
+            Handoff(agent, self.overrides.client_names) if self.overrides.client_tools else None
+        )
+        if self.handoff is not None:
+            agent.scheduler = self.handoff
         self.run_id: int | None = None
         # Paths the agent changed this session: only these are written back, so a file the
         # user uploads while a run is going is never overwritten or dropped.
@@ -166,9 +178,19 @@ class ChatSession:
 
     @property
     def think(self) -> ThinkingLevel | None:
-        """The profile's thinking level for run options (``None``: provider default)."""
+        """The run's thinking level: the request's, else the profile's (``None``: the
+        provider's default)."""
+        if self.overrides.think is not None:
+            return self.overrides.think
         # The model's choices are the kit's levels (``AgentProfile.Thinking``).
         return cast(ThinkingLevel, self.spec.profile.thinking) or None
+
+    def run_options(self) -> RunOptions:
+        """The keyword options of the run's ``Agent.stream``."""
+        options: RunOptions = {"think": self.think}
+        if self.overrides.schema is not None:
+            options["schema"] = self.overrides.schema
+        return options
 
     @classmethod
     async def open(cls, conversation_id: str, user_id: int) -> ChatSession:
@@ -177,12 +199,15 @@ class ChatSession:
         return await cls.from_loaded(loaded)
 
     @classmethod
-    async def from_loaded(cls, loaded: LoadedSession) -> ChatSession:
+    async def from_loaded(
+        cls, loaded: LoadedSession, overrides: RunOverrides | None = None
+    ) -> ChatSession:
         return await cls.build(
             loaded.spec,
             conversation=loaded.conversation,
             workspace=loaded.workspace,
             preloaded=True,
+            overrides=overrides,
         )
 
     @classmethod
@@ -193,10 +218,12 @@ class ChatSession:
         conversation: Mapping[str, Any] | None = None,
         workspace: Mapping[str, Any] | None = None,
         preloaded: bool = False,
+        overrides: RunOverrides | None = None,
     ) -> ChatSession:
         """Build the live agent; with ``preloaded`` the snapshots were read already."""
         profile = spec.profile
-        provider = provider_for(spec.endpoint, profile.model_name)
+        overrides = overrides or RunOverrides()
+        provider = provider_for(spec.endpoint, profile.model_name, overrides.sampling)
         conversation_store = DjangoConversationStore(owner=spec.user_id)
         conversations = ConversationManager(
             summarize=make_summarizer(provider),
@@ -223,22 +250,29 @@ class ChatSession:
             instructions.add(list(spec.instructions))
         decisions = DecisionLog()
         # Built from rows loaded in ``load_spec``: evaluating a call must run no query.
-        authority = (
+        authority: Authority | None = (
             PolicyAuthority(spec.policy, spec.rules, decisions.record)
             if spec.policy is not None
             else None
         )
+        scope = spec.scope
+        clients = tuple(tool.name for tool in overrides.client_tools)
+        if clients:
+            authority = ClientToolAuthority(authority, clients)
+            if scope is not None and scope.tools is not None:
+                # The scope filters the profile's tools; the client's are the client's.
+                scope = replace(scope, tools=(*scope.tools, *clients))
         agent = Agent(
             provider,
-            system=profile.system_prompt or None,
+            system="\n\n".join(filter(None, (profile.system_prompt, overrides.system))) or None,
             instructions=instructions,
             workspaces=workspaces,
             conversations=conversations,
-            scope=spec.scope,
+            scope=scope,
             authority=authority,
             limit=profile.limit,
             timeout=profile.timeout,
-            budget=create_token_budget(profile.token_budget) if profile.token_budget else None,
+            budget=run_budget(profile.token_budget, overrides.max_tokens),
             window=(
                 create_budget(profile.context_window, estimate_messages)
                 if profile.context_window
@@ -254,7 +288,9 @@ class ChatSession:
         tools = build_tool_manager(spec.tools, context)
         for tool in tools.tools():
             agent.context.tools.add(tool)
-        return cls(spec, agent, conversations, workspaces, decisions)
+        for definition in overrides.client_tools:
+            agent.context.tools.add(client_tool(definition))
+        return cls(spec, agent, conversations, workspaces, decisions, overrides)
 
     async def commit(
         self,

@@ -28,7 +28,7 @@ from .tools import ToolManager
 from .usage import TokenUsage
 from .workspace_manager import WorkspaceManager
 
-__all__ = ["AGENT_EVENTS", "Agent", "AgentStream", "create_agent"]
+__all__ = ["AGENT_EVENTS", "Agent", "AgentStream", "RunOptions", "create_agent"]
 
 AgentEvent = Literal[
     "start",

@@ -194,6 +194,7 @@ EXPORTED = [
     "RangeInput",
     "ReadResult",
     "ReplaceResult",
+    "RunOptions",
     "RunnerController",
     "SCOPE_CATEGORIES",
     "Scheduler",

@@ -1,0 +1,60 @@
+"""OpenAI's error shape, ``{"error": {"message", "type", "param", "code"}}``, with the status
+codes the official SDKs map to their exception classes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.http import HttpResponse
+
+__all__ = [
+    "OpenAIError",
+    "bad_request",
+    "error_body",
+    "error_response",
+    "not_found",
+]
+
+
+@dataclass
+class OpenAIError(Exception):
+    """An answer other than success, raised anywhere under a view and answered as it says."""
+
+    status: int
+    message: str
+    type: str = "invalid_request_error"
+    param: str | None = None
+    code: str | None = None
+    retry_after: int | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def bad_request(message: str, param: str | None = None, code: str | None = None) -> OpenAIError:
+    return OpenAIError(400, message, param=param, code=code)
+
+
+def not_found(message: str, param: str | None = None, code: str | None = None) -> OpenAIError:
+    return OpenAIError(404, message, param=param, code=code)
+
+
+def error_body(error: OpenAIError) -> dict[str, object]:
+    return {
+        "error": {
+            "message": error.message,
+            "type": error.type,
+            "param": error.param,
+            "code": error.code,
+        }
+    }
+
+
+def error_response(error: OpenAIError) -> HttpResponse:
+    response = HttpResponse(
+        json.dumps(error_body(error)), status=error.status, content_type="application/json"
+    )
+    if error.retry_after is not None:
+        response["Retry-After"] = str(error.retry_after)
+    return response

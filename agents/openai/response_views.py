@@ -1,0 +1,173 @@
+"""``/v1/responses``: OpenAI's Responses API, with the conversation stored here
+(``previous_response_id`` continues it; the client sends only the new input)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+
+from conversations.responses import (
+    NotLatest,
+    StoredResponse,
+    continued_conversation,
+    delete_response,
+    owned_response,
+    record_response,
+)
+from conversations.services import enabled_profiles
+from orkestrel.db import in_thread
+from orkestrel.protocol import Limits
+
+from ..runs import run_service
+from .access import Caller, authenticate
+from .endpoint import (
+    KEEP_ALIVE,
+    UPSTREAM_FAILED,
+    FirstOutput,
+    collect,
+    event_stream,
+    json_body,
+    json_response,
+    openai_view,
+)
+from .errors import bad_request, not_found
+from .outcome import Outcome
+from .responses import ResponseWriter
+from .responses_request import ResponsesRequest, parse_responses_request
+from .starts import start_run
+
+__all__ = ["create_response", "response_detail"]
+
+
+def _continued(user_id: int, model: str, previous: str) -> str:
+    if not enabled_profiles().filter(slug=model).exists():
+        raise not_found(
+            f"The model '{model}' does not exist or you do not have access to it.",
+            "model",
+            "model_not_found",
+        )
+    try:
+        return continued_conversation(user_id, previous)
+    except NotLatest:
+        raise bad_request(
+            f"Previous response with id '{previous}' was continued already; continue its "
+            "latest response (branching is not supported).",
+            "previous_response_id",
+            "previous_response_not_latest",
+        ) from None
+    except LookupError:
+        raise bad_request(
+            f"Previous response with id '{previous}' not found.",
+            "previous_response_id",
+            "previous_response_not_found",
+        ) from None
+
+
+@openai_view("POST")
+async def create_response(request: HttpRequest) -> HttpResponseBase:
+    """Run the profile on the new input; the response whole, or as its stream of events."""
+    caller = await authenticate(request)
+    asked = parse_responses_request(json_body(request), Limits.from_settings())
+    conversation_id = None
+    if asked.previous is not None:
+        conversation_id = await in_thread(_continued)(caller.user_id, asked.model, asked.previous)
+    writer, run_id = await _start(caller, asked, conversation_id)
+    if not asked.stream:
+        await collect(run_id, writer.outcome, writer.add)
+        writer.closing()
+        if writer.outcome.failed:
+            raise UPSTREAM_FAILED
+        return json_response(writer.body())
+    first = FirstOutput(run_id, writer.outcome)
+    await first.wait()
+    if writer.outcome.failed and not first.ready:
+        raise UPSTREAM_FAILED
+    return event_stream(_events(writer, first))
+
+
+async def _start(
+    caller: Caller, asked: ResponsesRequest, conversation_id: str | None
+) -> tuple[ResponseWriter, int]:
+    handle = await start_run(
+        caller,
+        model=asked.model,
+        content=asked.content,
+        images=asked.images,
+        overrides=asked.overrides,
+        history=asked.history,
+        conversation_id=conversation_id,
+        results=asked.results or None,
+    )
+    response_id = f"resp_{uuid.uuid4().hex}"
+    # Recorded after the start: a refused start leaves no response behind.
+    await in_thread(record_response)(
+        response_id,
+        caller.user_id,
+        handle.conversation_id,
+        handle.id,
+        asked.model,
+        asked.store,
+        asked.echo,
+    )
+    writer = ResponseWriter(
+        response_id,
+        int(time.time()),
+        asked.model,
+        Outcome(asked.overrides.client_names),
+        asked.echo,
+    )
+    return writer, handle.id
+
+
+async def _events(writer: ResponseWriter, first: FirstOutput) -> AsyncIterator[bytes]:
+    # A client that goes away stops this generator, never the run.
+    yield writer.opening() + writer.add(first.ready)
+    async for deltas in first.rest():
+        yield KEEP_ALIVE if deltas is None else writer.add(deltas)
+    yield writer.closing()
+
+
+@openai_view("GET", "DELETE")
+async def response_detail(request: HttpRequest, response_id: str) -> HttpResponseBase:
+    """A stored response as it stands (``GET``), or forget it (``DELETE``)."""
+    caller = await authenticate(request)
+    missing = not_found(
+        f"Response with id '{response_id}' not found.", "response_id", "response_not_found"
+    )
+    if request.method == "DELETE":
+        if not await in_thread(delete_response)(caller.user_id, response_id):
+            raise missing
+        return json_response({"id": response_id, "object": "response", "deleted": True})
+    found = await in_thread(owned_response)(caller.user_id, response_id)
+    if found is None:
+        raise missing
+    return json_response(await _rebuilt(caller, found))
+
+
+async def _rebuilt(caller: Caller, found: StoredResponse) -> dict[str, Any]:
+    """A stored response's object, rebuilt from its run's frames."""
+    writer = ResponseWriter(
+        found.id,
+        int(found.created.timestamp()),
+        found.model,
+        Outcome(frozenset(tool["name"] for tool in found.echo.get("tools", ()))),
+        found.echo,
+    )
+    frames = await run_service.frames(found.run_id)
+    if frames is None:
+        record = await run_service.get(user_id=caller.user_id, run_id=found.run_id)
+        # Running in another process, or ended without its frames (a crash): what is saved.
+        frames = [{"type": "token", "content": record.content}] if record.content else []
+        if record.status not in ("queued", "running"):
+            stop = "done" if record.status == "done" else "abort"
+            frames.append({"type": "finish", "result": {"stop": stop, "usage": record.usage}})
+    for frame in frames:
+        writer.add(writer.outcome.feed(frame))
+    if writer.outcome.finished:
+        writer.closing()
+    return writer.body()

@@ -1,0 +1,121 @@
+"""``/v1/models`` and ``/v1/chat/completions``: agent profiles as OpenAI models."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+
+from conversations.services import enabled_profiles
+from orkestrel.db import in_thread
+from orkestrel.protocol import Limits
+
+from ..models import AgentProfile
+from .access import authenticate
+from .chat_request import parse_chat_request
+from .completions import DONE, Completion, error_chunk
+from .endpoint import (
+    KEEP_ALIVE,
+    UPSTREAM_FAILED,
+    FirstOutput,
+    collect,
+    event_stream,
+    json_body,
+    json_response,
+    openai_view,
+)
+from .errors import not_found
+from .outcome import Outcome
+from .starts import start_run
+
+__all__ = ["chat_completions", "model_detail", "model_list"]
+
+OWNER = "orkestrel"
+
+
+def _model(profile: AgentProfile) -> dict[str, Any]:
+    return {
+        "id": profile.slug,
+        "object": "model",
+        "created": int(profile.created.timestamp()),
+        "owned_by": OWNER,
+    }
+
+
+def _models() -> list[dict[str, Any]]:
+    return [_model(profile) for profile in enabled_profiles()]
+
+
+def _find(slug: str) -> dict[str, Any] | None:
+    profile = enabled_profiles().filter(slug=slug).first()
+    return _model(profile) if profile is not None else None
+
+
+@openai_view("GET")
+async def model_list(request: HttpRequest) -> HttpResponseBase:
+    """The agent profiles the key's user may use, as models (``id`` is the slug)."""
+    await authenticate(request)
+    return json_response({"object": "list", "data": await in_thread(_models)()})
+
+
+@openai_view("GET")
+async def model_detail(request: HttpRequest, model: str) -> HttpResponseBase:
+    await authenticate(request)
+    found = await in_thread(_find)(model)
+    if found is None:
+        raise not_found(f"The model '{model}' does not exist.", "model", "model_not_found")
+    return json_response(found)
+
+
+@openai_view("POST")
+async def chat_completions(request: HttpRequest) -> HttpResponseBase:
+    """Run the profile named by ``model`` on the request's messages; the answer whole or as
+    ``chat.completion.chunk`` events."""
+    caller = await authenticate(request)
+    chat = parse_chat_request(json_body(request), Limits.from_settings())
+    handle = await start_run(
+        caller,
+        model=chat.model,
+        content=chat.content,
+        images=chat.images,
+        overrides=chat.overrides,
+        history=chat.history,
+    )
+    completion = Completion(f"chatcmpl-run{handle.id}", int(time.time()), chat.model)
+    outcome = Outcome(chat.overrides.client_names)
+    if not chat.stream:
+        await collect(handle.id, outcome)
+        if outcome.failed:
+            raise UPSTREAM_FAILED
+        return json_response(completion.body(outcome))
+    first = FirstOutput(handle.id, outcome)
+    await first.wait()
+    if outcome.failed and not first.ready:
+        raise UPSTREAM_FAILED
+    return event_stream(_chunks(completion, first, chat.include_usage))
+
+
+async def _chunks(completion: Completion, first: FirstOutput, usage: bool) -> AsyncIterator[bytes]:
+    # A client that goes away stops this generator, never the run: it goes on to its end
+    # and its whole answer is stored, as in the chat.
+    outcome = first.outcome
+    opening = [completion.chunk({"role": "assistant", "content": ""}, include_usage=usage)]
+    opening += [completion.delta_chunk(delta, usage) for delta in first.ready]
+    yield b"".join(opening)
+    async for deltas in first.rest():
+        if deltas is None:
+            yield KEEP_ALIVE
+            continue
+        yield b"".join(completion.delta_chunk(delta, usage) for delta in deltas)
+    if outcome.failed:
+        # Mid-stream the status is sent already: the SDKs raise on an ``error`` event.
+        yield error_chunk(UPSTREAM_FAILED)
+        return
+    closing = [completion.chunk({}, finish_reason=outcome.finish_reason, include_usage=usage)]
+    if usage:
+        closing.append(completion.chunk(None, usage=outcome.usage, include_usage=True))
+    closing.append(DONE)
+    yield b"".join(closing)
