@@ -159,9 +159,9 @@ class DjangoConversationStore:
         profile_id: int | None,
         origin: str,
         title: str = "",
-    ) -> None:
+    ) -> tuple[ConversationSnapshot, str]:
         """Create the conversation ``id`` with its workspace and ``messages`` (the history a
-        request brought), in three inserts.
+        request brought), in three inserts; the stored snapshot and the workspace's id.
 
         Raises:
             ValueError: the id is not a canonical UUID string, the store has no owner, or a
@@ -185,6 +185,23 @@ class DjangoConversationStore:
                 workspace=workspace,
             )
             Message.objects.bulk_create(rows)
+        snapshot: ConversationSnapshot = {
+            "id": str(key),
+            "sections": [],
+            "messages": [
+                message_dict(
+                    row.message_id,
+                    row.role,
+                    row.content,
+                    row.calls,
+                    row.images,
+                    row.tool_call_id,
+                    row.outcome,
+                )
+                for row in rows
+            ],
+        }
+        return snapshot, str(workspace.pk)
 
     def delete_sync(self, id: str) -> None:
         """Drop the conversation ``id`` (sections, messages, runs cascade); absent is a no-op."""

@@ -27,7 +27,7 @@ from workspaces.stores import DjangoWorkspaceStore
 from ..models import AgentProfile
 from ..runtime.client_tools import PENDING_CONTENT
 from ..runtime.overrides import RunOverrides
-from ..runtime.spec import LoadedSession, load_spec
+from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec
 from .errors import Busy, ToolClash, TooManyRuns, UnknownProfile, UnknownToolCall
 from .payloads import committed_payload
 
@@ -247,11 +247,15 @@ def _free_stale_slot(conversation_id: str, stale: float) -> bool:
     return closed
 
 
+def _title(content: str) -> str:
+    return " ".join(content.split())[:TITLE_LENGTH]
+
+
 def _name(conversation_id: str, content: str, title: str) -> str:
     """Name an untitled conversation after its first message; the title to show."""
     if not title:
         # An untitled conversation is named after its first message, as chat apps do.
-        named = " ".join(content.split())[:TITLE_LENGTH]
+        named = _title(content)
         if named and Conversation.objects.filter(id=conversation_id, title="").update(title=named):
             return named
         # Named meanwhile (a rename in another tab): show what is stored.
@@ -288,44 +292,78 @@ def prepare_run(
     a start's wall time grows with its statement count.
     """
     request = dict(overrides.request) if overrides is not None and overrides.request else None
-    for attempt in range(2):
-        try:
-            with transaction.atomic():
-                store = DjangoConversationStore(owner=user_id)
-                if seed is not None:
-                    store.create_sync(
-                        conversation_id,
-                        seed.history,
-                        profile_id=_profile_id(seed.profile),
-                        origin=seed.origin,
-                        title=seed.title,
-                    )
-                if results:
-                    missing = fill_tool_results(conversation_id, results, PENDING_CONTENT)
-                    if missing is not None:
-                        raise UnknownToolCall(missing)
-                spec = load_spec(conversation_id, user_id)
-                if overrides is not None and overrides.client_tools:
-                    clash = overrides.client_names & {tool.name for tool in spec.tools}
-                    if clash:
-                        raise ToolClash(list(clash))
-                run_id = _open_run(conversation_id, user_id, holder, limits, request)
-                stored: ConversationSnapshot | None
-                if message is not None:
-                    # An append, not a ``set``: the history is read under the append's lock.
-                    stored = store.append_sync(conversation_id, message)
-                    title = _name(conversation_id, message.content, spec.title)
-                else:
-                    stored = store.get_sync(conversation_id)
-                    title = spec.title
-                workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
-            break
-        except _SlotTaken:
-            # Held: by a live run (busy), or by one whose process died (closed, then retried).
-            if attempt or not _free_stale_slot(conversation_id, limits.stale):
-                raise Busy("a reply is still running in this conversation") from None
+    clients = overrides.client_names if overrides is not None else frozenset()
+    if seed is not None:
+        # A new conversation: nothing to wait for or read back, all of it is known here.
+        with transaction.atomic():
+            loaded, run_id = _seed_run(
+                conversation_id, user_id, message, holder, limits, seed, request
+            )
+            _check_clash(loaded.spec, clients)
+        title = loaded.spec.title
+    else:
+        for attempt in range(2):
+            try:
+                with transaction.atomic():
+                    store = DjangoConversationStore(owner=user_id)
+                    if results:
+                        missing = fill_tool_results(conversation_id, results, PENDING_CONTENT)
+                        if missing is not None:
+                            raise UnknownToolCall(missing)
+                    spec = load_spec(conversation_id, user_id)
+                    _check_clash(spec, clients)
+                    run_id = _open_run(conversation_id, user_id, holder, limits, request)
+                    stored: ConversationSnapshot | None
+                    if message is not None:
+                        # An append, not a ``set``: the history is read under the append's lock.
+                        stored = store.append_sync(conversation_id, message)
+                        title = _name(conversation_id, message.content, spec.title)
+                    else:
+                        stored = store.get_sync(conversation_id)
+                        title = spec.title
+                    workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
+                break
+            except _SlotTaken:
+                # Held: by a live run (busy), or by one whose process died (closed, then
+                # retried).
+                if attempt or not _free_stale_slot(conversation_id, limits.stale):
+                    raise Busy("a reply is still running in this conversation") from None
+        loaded = LoadedSession(spec, stored, workspace)
     payload = committed_payload([message])[0] if message is not None else None
-    return LoadedSession(spec, stored, workspace), run_id, spec.usage, payload, title
+    return loaded, run_id, loaded.spec.usage, payload, title
+
+
+def _check_clash(spec: RuntimeSpec, clients: frozenset[str]) -> None:
+    clash = clients & {tool.name for tool in spec.tools}
+    if clash:
+        raise ToolClash(list(clash))
+
+
+def _seed_run(
+    conversation_id: str,
+    user_id: int,
+    message: Message | None,
+    holder: str,
+    limits: RunLimits,
+    seed: ConversationSeed,
+    request: dict[str, Any] | None,
+) -> tuple[LoadedSession, int]:
+    """Create the seeded conversation and open its run (its slot is free: it is new)."""
+    history = (*seed.history, message) if message is not None else seed.history
+    title = seed.title or (_title(message.content) if message is not None else "")
+    stored, workspace_id = DjangoConversationStore(owner=user_id).create_sync(
+        conversation_id,
+        history,
+        profile_id=_profile_id(seed.profile),
+        origin=seed.origin,
+        title=title,
+    )
+    spec = load_spec(conversation_id, user_id)
+    try:
+        run_id = _open_run(conversation_id, user_id, holder, limits, request)
+    except _SlotTaken:
+        raise Busy("a reply is still running in this conversation") from None
+    return LoadedSession(spec, stored, {"id": workspace_id, "files": []}), run_id
 
 
 def recover_interrupted(stale: float = 0.0) -> int:

@@ -10,6 +10,7 @@ from orkestrel.providers.base import HttpProviderOptions
 
 from ..models import ProviderEndpoint
 from .demo import DEMO_WORD_DELAY, create_demo_provider
+from .http_pool import shared_client
 from .overrides import Sampling
 
 __all__ = ["provider_for"]
@@ -33,6 +34,13 @@ def provider_for(
         "retries": endpoint.max_retries,
         "name": f"{endpoint.name}/{model}",
     }
+    client = shared_client(
+        secure=not endpoint.base_url.startswith("http://"),
+        connect=endpoint.connect_timeout,
+        read=endpoint.read_timeout,
+    )
+    if client is not None:
+        options["client"] = client
     extra = sampling.request_body(kind) if sampling is not None else None
     if extra:
         options["extra_body"] = extra

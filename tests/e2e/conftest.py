@@ -22,7 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
+
+from .openai_setup import (
+    OPENAI_SETUP_CODE,
+    UPSTREAM_PROFILE,
+    UPSTREAM_PROMPT,
+    sdk,
+    shell_json,
+)
+from .upstream import (
+    MODEL,
+    FakeUpstream,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -288,3 +301,40 @@ def screenshots() -> Path:
     """Where the chat views are saved for a human to look at (not committed)."""
     SCREENSHOTS.mkdir(exist_ok=True)
     return SCREENSHOTS
+
+
+# -- the OpenAI-compatible endpoints' tests: one fake upstream and one set of keys ---------------
+
+
+@pytest.fixture(scope="package")
+def upstream() -> Iterator[FakeUpstream]:
+    """The fake OpenAI-compatible model server behind the ``upstream-agent`` profile."""
+    with FakeUpstream() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="package")
+def keys(server: Server, upstream: FakeUpstream) -> dict[str, str]:
+    """API keys by role; also creates the profile on the fake upstream."""
+    return shell_json(
+        server,
+        OPENAI_SETUP_CODE,
+        url=upstream.url,
+        model=MODEL,
+        slug=UPSTREAM_PROFILE,
+        prompt=UPSTREAM_PROMPT,
+    )
+
+
+@pytest.fixture(scope="package")
+def client(server: Server, keys: dict[str, str]) -> Iterator[openai.OpenAI]:
+    """The official SDK as alice."""
+    with sdk(server, keys["alice"]) as made:
+        yield made
+
+
+@pytest.fixture(scope="package")
+def bob(server: Server, keys: dict[str, str]) -> Iterator[openai.OpenAI]:
+    """The official SDK as bob."""
+    with sdk(server, keys["bob"]) as made:
+        yield made
