@@ -159,8 +159,8 @@ async def _rebuilt(caller: Caller, found: StoredResponse) -> dict[str, Any]:
         found.echo,
     )
     frames = await run_service.frames(found.run_id)
+    record = await run_service.get(user_id=caller.user_id, run_id=found.run_id)
     if frames is None:
-        record = await run_service.get(user_id=caller.user_id, run_id=found.run_id)
         # Running in another process, or ended without its frames (a crash): what is saved.
         frames = [{"type": "token", "content": record.content}] if record.content else []
         if record.status not in ("queued", "running"):
@@ -169,5 +169,5 @@ async def _rebuilt(caller: Caller, found: StoredResponse) -> dict[str, Any]:
     for frame in frames:
         writer.add(writer.outcome.feed(frame))
     if writer.outcome.finished:
-        writer.closing()
+        writer.closing(record.finished.timestamp() if record.finished else None)
     return writer.body()

@@ -9,6 +9,7 @@ the same.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -49,6 +50,7 @@ class ResponseWriter:
     echo: Mapping[str, Any]
     items: list[dict[str, Any]] = field(default_factory=list)
     sequence: int = 0
+    completed_at: int | None = None
     _open: dict[str, Any] | None = None
 
     # -- events -------------------------------------------------------------------------------
@@ -106,10 +108,12 @@ class ResponseWriter:
                 self._emit(out, "response.output_item.done", output_index=index, item=item)
         return b"".join(out)
 
-    def closing(self) -> bytes:
-        """The open item's end, then ``response.completed`` / ``incomplete`` / ``failed``."""
+    def closing(self, at: float | None = None) -> bytes:
+        """The open item's end, then ``response.completed`` / ``incomplete`` / ``failed``
+        (the run ended at ``at``, a Unix time; now when not given)."""
         out: list[bytes] = []
         self._close(out)
+        self.completed_at = int(at if at is not None else time.time())
         status = self.status
         kind = {
             "completed": "response.completed",
@@ -226,6 +230,7 @@ class ResponseWriter:
             "id": self.id,
             "object": "response",
             "created_at": self.created,
+            "completed_at": self.completed_at if status == "completed" else None,
             "status": status,
             "model": self.model,
             "output": [_copy(item) for item in self.items] if status != "in_progress" else [],

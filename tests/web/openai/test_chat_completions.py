@@ -314,3 +314,18 @@ async def test_a_client_tool_passes_the_profile_scope_and_a_deny_all_policy(
     )
     assert completion.choices[0].finish_reason == "tool_calls"
     assert [t["function"]["name"] for t in stub.requests[0].json()["tools"]] == ["get_weather"]
+
+
+async def test_a_model_failing_mid_stream_raises_in_the_sdk_not_a_broken_stream(
+    sdk, upstream, stub
+):
+    stub.enqueue(reply("openai", ["half ", "an ", "answer"], end=False, drop_after=2))
+    stream = await sdk().chat.completions.create(
+        model="upstream", messages=[{"role": "user", "content": "go"}], stream=True
+    )
+    seen: list[str] = []
+    with pytest.raises(openai.APIError) as caught:
+        async for chunk in stream:
+            seen += [c.delta.content or "" for c in chunk.choices]
+    assert "model server failed" in str(caught.value)
+    assert "".join(seen).startswith("half")

@@ -56,6 +56,8 @@ async def test_a_streamed_response_sends_the_reference_event_sequence(sdk, upstr
     assert completed.output_text == "Hi there" and completed.status == "completed"
     fetched = await sdk().responses.retrieve(completed.id)
     assert fetched.output_text == "Hi there" and fetched.status == "completed"
+    assert completed.completed_at and fetched.completed_at
+    assert fetched.created_at <= fetched.completed_at
 
 
 async def test_instructions_follow_the_profile_prompt_for_that_response_only(sdk, upstream, stub):
@@ -170,3 +172,24 @@ async def test_conversations_from_the_openai_endpoints_say_so_in_the_rest_api(
     listed = await AsyncClient(authorization=f"Bearer {alice_key}").get("/api/conversations/")
     (conversation,) = listed.json()["results"]
     assert conversation["origin"] == "openai" and conversation["title"] == "hello"
+
+
+async def test_a_response_cut_by_max_output_tokens_is_incomplete_with_the_reason(
+    sdk, upstream, stub
+):
+    stub.enqueue(reply("openai", ["word " * 8] * 10))
+    made = await sdk().responses.create(model="upstream", input="talk", max_output_tokens=5)
+    assert made.status == "incomplete"
+    assert made.incomplete_details.reason == "max_output_tokens"
+    assert 0 < len(made.output_text) < len("word " * 80)
+
+
+async def test_a_model_failing_mid_stream_ends_the_stream_with_response_failed(
+    sdk, upstream, stub
+):
+    stub.enqueue(reply("openai", ["half ", "an ", "answer"], end=False, drop_after=2))
+    stream = await sdk().responses.create(model="upstream", input="go", stream=True)
+    events = [event async for event in stream]
+    assert events[-1].type == "response.failed"
+    assert events[-1].response.error.code == "server_error"
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta")
