@@ -80,6 +80,34 @@ class Conversation(models.Model):
         default=Origin.CHAT,
         help_text="The front door it was started through.",
     )
+    # The conversation's own choices; blank follows its profile (a later edit of the profile
+    # then applies, as it does to every conversation that chose nothing).
+    model = models.CharField(
+        "model",
+        max_length=300,
+        blank=True,
+        help_text="<endpoint>/<model> chosen for this conversation; blank: the profile's.",
+    )
+    thinking = models.CharField(
+        "thinking",
+        max_length=8,
+        blank=True,
+        help_text="Thinking level chosen for this conversation; blank: the profile's.",
+    )
+    forked_from = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="forks",
+        verbose_name="forked from",
+    )
+    forked_at = models.CharField(
+        "forked at message",
+        max_length=ID_LENGTH,
+        blank=True,
+        help_text="The source's message the fork was cut after (included).",
+    )
     usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
     usage_completion = models.PositiveBigIntegerField("completion tokens", default=0)
     usage_total = models.PositiveBigIntegerField("total tokens", default=0)

@@ -20,10 +20,10 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
-from agents.models import AgentProfile
+from agents.models import AgentProfile, ProviderEndpoint
 from orkestrel import protocol
+from orkestrel.core import THINKING_LEVELS, estimate_messages
 from orkestrel.core import Conversation as KitConversation
-from orkestrel.core import estimate_messages
 from orkestrel.protocol import ContextPayload, MessagePayload, SectionPayload, UsagePayload
 from workspaces.models import Workspace
 
@@ -39,8 +39,10 @@ __all__ = [
     "conversation_state",
     "earlier_messages",
     "section_originals",
+    "choose_model",
     "create_conversation",
     "fill_tool_results",
+    "model_choices",
     "default_profile",
     "delete_conversation",
     "enabled_profiles",
@@ -204,6 +206,60 @@ def fill_tool_results(conversation_id: str, results: Mapping[str, str], pending:
         row.content = results[call_id]
     Message.objects.bulk_update(list(rows.values()), ["content"])
     return None
+
+
+def model_choices() -> list[str]:
+    """The ``<endpoint>/<model>`` a conversation may choose: every enabled profile's own model
+    and each model its endpoint lists, in profile order."""
+    choices: dict[str, None] = {}
+    profiles = list(enabled_profiles())
+    endpoints = {
+        endpoint.name: endpoint
+        for endpoint in ProviderEndpoint.objects.filter(
+            name__in={profile.endpoint_name for profile in profiles}
+        )
+    }
+    for profile in profiles:
+        endpoint = endpoints.get(profile.endpoint_name)
+        if endpoint is None:
+            continue
+        choices[profile.model] = None
+        for name in endpoint.models or ():
+            choices[f"{endpoint.name}/{name}"] = None
+    return list(choices)
+
+
+def choose_model(
+    *,
+    user: User,
+    conversation_id: uuid.UUID | str,
+    model: str | None = None,
+    thinking: str | None = None,
+) -> Conversation:
+    """Set the conversation's own model and/or thinking level for its next turns (``""``
+    follows the profile again); validated first, so a refused choice changes nothing.
+
+    Raises:
+        ValidationError: ``{"model": ...}`` not one of ``model_choices()``, ``{"thinking":
+            ...}`` not a thinking level.
+    """
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    fields = []
+    if model is not None:
+        if model and model not in model_choices():
+            raise ValidationError({"model": "Choose one of the models your profiles offer."})
+        conversation.model = model
+        fields.append("model")
+    if thinking is not None:
+        if thinking and thinking not in THINKING_LEVELS:
+            raise ValidationError(
+                {"thinking": f"Choose one of {', '.join(THINKING_LEVELS)} (or blank)."}
+            )
+        conversation.thinking = thinking
+        fields.append("thinking")
+    if fields:
+        conversation.save(update_fields=fields)
+    return conversation
 
 
 def rename_conversation(

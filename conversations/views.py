@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
+from orkestrel.core import THINKING_LEVELS
 from workspaces.services import MAX_TEXT_BYTES, max_image_bytes
 
 from .files import list_files
@@ -26,6 +27,7 @@ from .services import (
     earlier_messages,
     get_conversation,
     list_conversations,
+    model_choices,
     rename_conversation,
     section_originals,
     transcript_items,
@@ -152,6 +154,8 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         "max_text_bytes": MAX_TEXT_BYTES,
         "max_image_bytes": max_image_bytes(),
         "max_message_chars": getattr(settings, "ORKESTREL", {}).get("MAX_MESSAGE_CHARS", 100_000),
+        "model_choices": model_choices(),
+        "thinking_levels": THINKING_LEVELS,
     }
     return render(request, "conversations/chat.html", context)
 

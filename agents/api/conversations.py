@@ -10,12 +10,14 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
 from django.db.models import QuerySet
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.parsers import MultiPartParser
 from rest_framework.renderers import JSONRenderer
@@ -24,6 +26,7 @@ from rest_framework.response import Response
 
 from conversations import services, transfer
 from conversations.attachments import attach_image, discard_attachments, resolve_attachments
+from conversations.forks import ForkBusy, fork_conversation
 from conversations.models import Conversation
 from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 
@@ -41,6 +44,7 @@ from .serializers import (
     CompactSerializer,
     ConversationSerializer,
     ConversationUpdateSerializer,
+    ForkSerializer,
     MessageCreateSerializer,
     RunSerializer,
 )
@@ -100,12 +104,50 @@ class ConversationViewSet(
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = ConversationUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        conversation = services.rename_conversation(
-            user=request.user,
-            conversation_id=self.kwargs["pk"],
-            title=serializer.validated_data["title"],
-        )
+        data = serializer.validated_data
+        with transaction.atomic():
+            # All or nothing: a refused model keeps the old title too.
+            if "title" in data:
+                services.rename_conversation(
+                    user=request.user, conversation_id=self.kwargs["pk"], title=data["title"]
+                )
+            conversation = services.choose_model(
+                user=request.user,
+                conversation_id=self.kwargs["pk"],
+                model=data.get("model"),
+                thinking=data.get("thinking"),
+            )
         return Response(self._body(conversation))
+
+    @extend_schema(
+        summary="Fork the conversation at a message",
+        description=(
+            "A new, independent conversation with a deep copy of this one through `message` "
+            "(included): its sections before it, its messages and its workspace files. The "
+            "source is left as it is; `409` while a run is going on it."
+        ),
+        request=ForkSerializer,
+        responses={
+            201: ConversationSerializer,
+            404: OpenApiResponse(description="No such conversation or message."),
+            409: OpenApiResponse(description="A reply is still running in this conversation."),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def fork(self, request: Request, pk: str) -> Response:
+        serializer = ForkSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            fork = fork_conversation(
+                user=request.user,
+                conversation_id=pk,
+                message_id=serializer.validated_data["message"],
+            )
+        except LookupError:
+            raise NotFound("No such message in this conversation.") from None
+        except ForkBusy as error:
+            raise Conflict(str(error)) from None
+        return Response(self._body(fork), status=status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.delete_conversation(user=request.user, conversation_id=self.kwargs["pk"])

@@ -55,6 +55,13 @@ class ContextSerializer(serializers.Serializer[Any]):
     window = serializers.IntegerField(allow_null=True, help_text="The profile's context window.")
 
 
+class ForkedFromSerializer(serializers.Serializer[Any]):
+    """The conversation and message a fork was cut from."""
+
+    conversation = serializers.UUIDField()
+    message = serializers.CharField()
+
+
 class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     """A conversation; ``profile`` is a profile's slug (the default profile when omitted)."""
 
@@ -66,14 +73,43 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     )
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
     usage = serializers.SerializerMethodField()
+    forked_from = serializers.SerializerMethodField()
     # DRF's metaclass pops declared fields off the class, so ``self.context`` stays the
     # serializer's context at run time; the stubs see this field shadowing ``Field.context``.
     context = serializers.SerializerMethodField()  # type: ignore[assignment]
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "profile", "origin", "created", "updated", "usage", "context"]
-        read_only_fields = ["id", "origin", "created", "updated", "usage", "context"]
+        fields = [
+            "id",
+            "title",
+            "profile",
+            "origin",
+            "model",
+            "thinking",
+            "forked_from",
+            "created",
+            "updated",
+            "usage",
+            "context",
+        ]
+        read_only_fields = [
+            "id",
+            "origin",
+            "model",
+            "thinking",
+            "forked_from",
+            "created",
+            "updated",
+            "usage",
+            "context",
+        ]
+
+    @extend_schema_field(ForkedFromSerializer(allow_null=True))
+    def get_forked_from(self, conversation: Conversation) -> dict[str, str] | None:
+        if conversation.forked_from_id is None:
+            return None
+        return {"conversation": str(conversation.forked_from_id), "message": conversation.forked_at}
 
     @extend_schema_field(UsageSerializer)
     def get_usage(self, conversation: Conversation) -> dict[str, int]:
@@ -92,9 +128,22 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
 
 
 class ConversationUpdateSerializer(serializers.Serializer[Any]):
-    """A rename."""
+    """A rename, and the conversation's own model and thinking level (blank: the profile's)."""
 
-    title = serializers.CharField(max_length=200)
+    title = serializers.CharField(max_length=200, required=False)
+    model = serializers.CharField(max_length=300, required=False, allow_blank=True)
+    thinking = serializers.CharField(max_length=8, required=False, allow_blank=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Send a title, a model or a thinking level.")
+        return attrs
+
+
+class ForkSerializer(serializers.Serializer[Any]):
+    """Where to cut: the fork keeps the history through this message."""
+
+    message = serializers.CharField(max_length=255)
 
 
 class MessageCreateSerializer(serializers.Serializer[Any]):

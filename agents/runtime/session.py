@@ -183,7 +183,7 @@ class ChatSession:
         if self.overrides.think is not None:
             return self.overrides.think
         # The model's choices are the kit's levels (``AgentProfile.Thinking``).
-        return cast(ThinkingLevel, self.spec.profile.thinking) or None
+        return cast(ThinkingLevel, self.spec.thinking) or None
 
     def run_options(self) -> RunOptions:
         """The keyword options of the run's ``Agent.stream``."""
@@ -223,7 +223,7 @@ class ChatSession:
         """Build the live agent; with ``preloaded`` the snapshots were read already."""
         profile = spec.profile
         overrides = overrides or RunOverrides()
-        provider = provider_for(spec.endpoint, profile.model_name, overrides.sampling)
+        provider = provider_for(spec.endpoint, spec.model_name, overrides.sampling)
         conversation_store = DjangoConversationStore(owner=spec.user_id)
         conversations = ConversationManager(
             summarize=make_summarizer(provider),

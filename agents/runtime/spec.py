@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ from .profile_config import profile_config
 
 __all__ = ["LoadedSession", "NoProfileError", "RuntimeSpec", "load_session", "load_spec"]
 
+logger = logging.getLogger(__name__)
+
 
 class NoProfileError(LookupError):
     """No enabled agent profile can serve the conversation."""
@@ -45,6 +48,10 @@ class RuntimeSpec:
     rules: tuple[AuthorityRule, ...]
     scope: Scope | None
     instructions: tuple[Mapping[str, Any], ...]
+    # The model the run calls on ``endpoint`` and its thinking level: the conversation's own
+    # choice when it made one, else the profile's.
+    model_name: str = ""
+    thinking: str = ""
     # The conversation's title and cumulative usage as loaded (for the run's first frames).
     title: str = ""
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -60,6 +67,10 @@ def _profile_for(conversation: Conversation) -> AgentProfile:
     return fallback
 
 
+def _chosen_endpoint(model: str) -> ProviderEndpoint | None:
+    return ProviderEndpoint.objects.filter(name=model.partition("/")[0]).first()
+
+
 def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
     """Load the rows behind one conversation of ``user_id`` (``Conversation.DoesNotExist``)."""
     conversation = (
@@ -69,7 +80,18 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
     )
     profile = _profile_for(conversation)
     config = profile_config(profile, conversation.config_revision)
-    if config.endpoint is None:
+    endpoint, model_name = config.endpoint, profile.model_name
+    if conversation.model:
+        chosen = _chosen_endpoint(conversation.model)
+        if chosen is not None:
+            endpoint, model_name = chosen, conversation.model.partition("/")[2]
+        else:
+            logger.warning(
+                "conversation %s chose %r, whose endpoint is gone: the profile's model runs",
+                conversation.id,
+                conversation.model,
+            )
+    if endpoint is None:
         raise NoProfileError(f"profile {profile.slug!r} names a missing endpoint")
     if conversation.workspace_id is None:
         # Every conversation gets a workspace the first time it runs.
@@ -86,12 +108,14 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         user_id=user_id,
         workspace_id=workspace_id,
         profile=profile,
-        endpoint=config.endpoint,
+        endpoint=endpoint,
         tools=config.tools,
         policy=config.policy,
         rules=config.rules,
         scope=config.scope,
         instructions=config.instructions,
+        model_name=model_name,
+        thinking=conversation.thinking or profile.thinking,
         title=conversation.title,
         usage=TokenUsage(
             conversation.usage_prompt, conversation.usage_completion, conversation.usage_total

@@ -53,6 +53,15 @@ const pending = new Map(); // nonce -> {li, content}: sent, not yet acknowledged
 
 // -- notices and status -------------------------------------------------------------------
 
+/** Why a run stopped early, as the user should read it (the abort frame's reason). */
+function stopNote(reason) {
+  const kept = "What was written so far is kept.";
+  if (reason === "timeout") return `Stopped: the answer ran past the agent's time limit. ${kept}`;
+  if (reason === "budget exhausted") return `Stopped: the agent's token budget ran out. ${kept}`;
+  if (!reason || reason === "stopped" || reason === "stopped by user") return `Stopped. ${kept}`;
+  return `Stopped (${reason}). ${kept}`;
+}
+
 function sectionUrl(id) {
   return `${root.dataset.sectionsUrl}${encodeURIComponent(id)}/`;
 }
@@ -309,7 +318,7 @@ const handlers = {
     const result = frame.result || {};
     const run = live && live.id === String(frame.run) ? live : null;
     let note = null;
-    if (result.stop === "abort" || run?.aborted) note = "Stopped. What was written so far is kept.";
+    if (result.stop === "abort" || run?.aborted) note = stopNote(run?.aborted);
     else if (result.stop === "exhaust" || run?.exhausted !== undefined) {
       note = "The agent reached its step limit before finishing.";
     }
@@ -496,6 +505,57 @@ transcript.addEventListener("click", async (event) => {
   } catch {
     button.disabled = false;
     notify("Could not load the earlier messages.");
+  }
+});
+
+// -- model choice and forks (the REST API, signed in by the session) -----------------------
+
+const modelForm = document.getElementById("model-form");
+const csrfToken = document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
+
+/** A write to this conversation's REST resource; the parsed answer, or throws its message. */
+async function apiWrite(method, path, body) {
+  const response = await fetch(`${root.dataset.apiUrl}${path}`, {
+    method,
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const errors = Object.values(answer.errors || {}).flat();
+    throw new Error(errors[0] || answer.detail || `The server answered ${response.status}.`);
+  }
+  return answer;
+}
+
+if (modelForm) {
+  // What is stored: a refused choice puts the select back.
+  const chosen = new Map([...modelForm.elements].map((select) => [select.name, select.value]));
+  modelForm.addEventListener("change", async (event) => {
+    const select = event.target;
+    try {
+      await apiWrite("PATCH", "", { [select.name]: select.value });
+      chosen.set(select.name, select.value);
+      const label = select.selectedOptions[0]?.textContent || select.value;
+      notify(`The next answers use ${select.name === "model" ? "the model" : "thinking"}: ${label}.`, "info");
+    } catch (error) {
+      select.value = chosen.get(select.name) || "";
+      notify(error.message);
+    }
+  });
+}
+
+transcript.addEventListener("click", async (event) => {
+  const button = event.target.closest(".msg-fork");
+  if (!button) return;
+  button.disabled = true;
+  try {
+    const fork = await apiWrite("POST", "fork/", { message: button.dataset.fork });
+    window.location.assign(`/c/${encodeURIComponent(fork.id)}/`);
+  } catch (error) {
+    button.disabled = false;
+    notify(error.message);
   }
 });
 

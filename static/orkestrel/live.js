@@ -2,7 +2,7 @@
 // calls, then more text); each turn gets its own `li.msg-assistant`, as the committed messages
 // will, so the page looks the same before and after a `state` re-render.
 
-import { el, fillBody, fillToolCard, renderToolCard } from "./render.js";
+import { el, fillBody, fillToolCard, forkButton, renderToolCard } from "./render.js";
 
 export class LiveRun {
   /**
@@ -120,6 +120,7 @@ export class LiveRun {
         turn.messageId = message.id;
         turn.li.dataset.messageId = message.id;
         turn.li.classList.remove("is-live");
+        if (!turn.li.querySelector(".msg-fork")) turn.li.append(forkButton(message.id));
         if (message.content) fillBody(this._body(turn), message);
         else if (turn.body && !turn.text.data) {
           turn.body.remove();

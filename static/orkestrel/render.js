@@ -139,7 +139,21 @@ export function renderMessage(message, tools = []) {
     li.append(el("p", { className: "msg-note", text: `${count} image${count === 1 ? "" : "s"} attached` }));
   }
   for (const tool of tools) li.append(renderToolCard(tool));
+  if (message.id && (message.role === "user" || message.role === "assistant")) {
+    li.append(forkButton(message.id));
+  }
   return li;
+}
+
+/** The "Fork from here" button of a committed message (the chat forks through the API). */
+export function forkButton(messageId) {
+  return el("button", {
+    type: "button",
+    className: "link-button msg-fork",
+    "data-fork": messageId,
+    "data-testid": "fork",
+    text: "Fork from here",
+  });
 }
 
 /** Group messages as the server does: tool results go inside their call's card. */

@@ -184,9 +184,7 @@ async def test_a_response_cut_by_max_output_tokens_is_incomplete_with_the_reason
     assert 0 < len(made.output_text) < len("word " * 80)
 
 
-async def test_a_model_failing_mid_stream_ends_the_stream_with_response_failed(
-    sdk, upstream, stub
-):
+async def test_a_model_failing_mid_stream_ends_the_stream_with_response_failed(sdk, upstream, stub):
     stub.enqueue(reply("openai", ["half ", "an ", "answer"], end=False, drop_after=2))
     stream = await sdk().responses.create(model="upstream", input="go", stream=True)
     events = [event async for event in stream]

@@ -1,0 +1,57 @@
+"""Forking a chat and choosing its model in a real browser (the chat's REST calls with the
+session and its CSRF token), against the served app and the offline demo model."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from .test_chat import CHAT_URL, demo_echo, new_chat, send, wait_for_answer, wait_until_idle
+
+pytestmark = pytest.mark.e2e
+
+
+def test_forking_at_an_answer_opens_an_independent_copy(alice: Any, screenshots: Path) -> None:
+    source = new_chat(alice, "Branching")
+    send(alice, "first question")
+    wait_for_answer(alice, demo_echo("first question"))
+    wait_until_idle(alice, 1)
+    alice.locator("#transcript > .msg-assistant [data-testid=fork]").first.click()
+    expect(alice).not_to_have_url(source)
+    expect(alice).to_have_url(CHAT_URL)
+    expect(alice.get_by_test_id("forked-from")).to_contain_text("Branching")
+    expect(alice.locator("#chat-title")).to_have_text("Branching (fork)")
+    expect(alice.locator("#transcript > .msg")).to_have_count(2)
+    expect(alice.locator("#connection")).to_have_attribute("data-state", "open")
+    send(alice, "only in the fork")
+    wait_until_idle(alice, 2)
+    alice.screenshot(path=str(screenshots / "fork.png"), full_page=True)
+    alice.goto(source)
+    expect(alice.locator("#transcript > .msg")).to_have_count(2)
+    expect(alice.locator("#transcript")).not_to_contain_text("only in the fork")
+
+
+def test_choosing_the_thinking_level_sticks_and_a_refused_model_is_put_back(
+    alice: Any,
+) -> None:
+    new_chat(alice, "Models")
+    alice.get_by_test_id("thinking-select").select_option("high")
+    expect(alice.get_by_test_id("notice").last).to_contain_text("high")
+    alice.reload()
+    expect(alice.get_by_test_id("thinking-select")).to_have_value("high")
+    # An option the server does not offer (as a stale page could hold): refused, put back.
+    alice.evaluate(
+        """() => {
+            const select = document.getElementById("model-select");
+            select.append(new Option("gone/model", "gone/model"));
+        }"""
+    )
+    alice.get_by_test_id("model-select").select_option("gone/model")
+    expect(alice.get_by_test_id("notice").last).to_contain_text(re.compile("Choose one"))
+    expect(alice.get_by_test_id("model-select")).to_have_value("")
+    send(alice, "still answering")
+    wait_for_answer(alice, demo_echo("still answering"))
