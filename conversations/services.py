@@ -7,9 +7,8 @@ not own (so its existence does not leak).
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -49,10 +48,8 @@ __all__ = [
     "get_conversation",
     "list_conversations",
     "message_payload",
-    "pretty_json",
     "rename_conversation",
     "section_payload",
-    "transcript_items",
 ]
 
 User = AbstractBaseUser | AnonymousUser
@@ -483,55 +480,3 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         "failures": failures,
         "earlier": start,
     }
-
-
-# -- server-side transcript ------------------------------------------------------------------
-
-
-def pretty_json(value: Any) -> str:
-    """``value`` as indented JSON; a string holding JSON is parsed first."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def transcript_items(
-    messages: list[MessagePayload],
-    denials: dict[str, dict[str, str]],
-    failures: Collection[str] = (),
-) -> list[dict[str, Any]]:
-    """Group messages for display: each assistant turn with its tool cards and their results.
-
-    ``failures`` are the ids of calls whose tool failed: their result reads as an error.
-
-    Mirrors ``transcriptItems`` in ``static/orkestrel/render.js``, which rebuilds the same DOM
-    from a ``state`` frame.
-    """
-    results = {m["tool_call_id"]: m for m in messages if m["role"] == "tool" and m["tool_call_id"]}
-    called = {call.get("id") for m in messages for call in (m["calls"] or ())}
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        if message["role"] == "tool" and message["tool_call_id"] in called:
-            continue  # shown inside its call's card
-        tools = []
-        for call in message["calls"] or ():
-            call_id = call.get("id", "")
-            result = results.get(call_id)
-            tools.append(
-                {
-                    "id": call_id,
-                    "name": call.get("name", ""),
-                    "arguments": pretty_json(call.get("arguments", {})),
-                    "result": pretty_json(result["content"]) if result is not None else None,
-                    "denial": denials.get(call_id),
-                    "failed": call_id in failures,
-                }
-            )
-        items.append({"message": message, "tools": tools})
-    return items

@@ -12,7 +12,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from orkestrel.core import THINKING_LEVELS
@@ -30,7 +30,6 @@ from .services import (
     model_choices,
     rename_conversation,
     section_originals,
-    transcript_items,
 )
 
 __all__ = [
@@ -124,31 +123,13 @@ def conversation_delete(request: HttpRequest, conversation_id: uuid.UUID) -> Htt
 @login_required
 @require_GET
 def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
-    """The chat view: the committed transcript rendered here, the live part by ``chat.js``."""
+    """The chat view: the page and the conversation's state, which ``chat.js`` renders (the
+    one transcript renderer, as it renders the socket's ``state`` frame and live frames)."""
     conversation = get_conversation(user=request.user, conversation_id=conversation_id)
     state = conversation_state(user=request.user, conversation_id=conversation_id)
-    items = transcript_items(state["messages"], state["denials"], set(state["failures"]))
-    answer = next(
-        (
-            item["message"]["id"]
-            for item in reversed(items)
-            if item["message"]["role"] == "assistant" and item["message"]["content"]
-        ),
-        None,
-    )
-    # Originals load when opened (``conversation_section``): only their count is rendered here.
-    sections = [
-        {"section": section, "url": section_url(conversation_id, section["id"])}
-        for section in state["sections"]
-    ]
-    first = state["messages"][0]["id"] if state["messages"] else None
     context = {
         "conversation": conversation,
         "state": state,
-        "items": items,
-        "earlier_url": messages_url(conversation_id, first) if state["earlier"] else None,
-        "sections": sections,
-        "answer_id": answer,
         "files": list_files(user=request.user, conversation_id=conversation_id),
         "rename_form": RenameConversationForm(initial={"title": conversation.title}),
         "max_text_bytes": MAX_TEXT_BYTES,
@@ -158,10 +139,6 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         "thinking_levels": THINKING_LEVELS,
     }
     return render(request, "conversations/chat.html", context)
-
-
-def section_url(conversation_id: uuid.UUID | str, section_id: str) -> str:
-    return reverse("conversations:section", args=[conversation_id, section_id])
 
 
 @login_required
@@ -174,11 +151,6 @@ def conversation_section(
         user=request.user, conversation_id=conversation_id, section_id=section_id
     )
     return JsonResponse({"messages": messages})
-
-
-def messages_url(conversation_id: uuid.UUID | str, before: str | None) -> str:
-    url = reverse("conversations:messages", args=[conversation_id])
-    return f"{url}?{urlencode({'before': before})}" if before else url
 
 
 @login_required

@@ -563,9 +563,7 @@ transcript.addEventListener("click", async (event) => {
 
 const workspace = new WorkspacePanel(root, notify);
 const initial = JSON.parse(document.getElementById("chat-state").textContent);
-denials = initial.denials || {};
-failures = new Set(initial.failures || []);
-showContext(initial.context);
+renderState(initial);
 markAnswer();
 autosize();
 socket.connect();

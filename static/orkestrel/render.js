@@ -1,7 +1,7 @@
-// DOM builders for the chat transcript. They mirror the server templates in
-// templates/conversations/partials/ so a page rebuilt from a `state` frame looks the same as
-// the first, server-rendered one. Only `html` fields (sanitized on the server) ever reach
-// innerHTML; every other string goes through textContent.
+// DOM builders for the chat transcript: its one renderer. The page load (the state embedded in
+// the page), every `state` frame and the live frames all build the transcript with these, so
+// it reads the same however it was reached. Only `html` fields (markdown rendered and
+// sanitized on the server) ever reach innerHTML; every other string goes through textContent.
 
 const ROLE_LABELS = { user: "You", assistant: "Assistant", tool: "Tool result", system: "System" };
 

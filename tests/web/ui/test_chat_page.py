@@ -1,4 +1,5 @@
-"""The chat page: the committed transcript rendered on the server, sanitized, with sections."""
+"""The chat page: its controls and the embedded state the browser renders the transcript from
+(``tests/e2e/test_transcript.py`` checks the rendering), and the JSON views it pages with."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from conversations.models import AuthorityDecision, Conversation, Section
+from conversations.models import Conversation, Section
 
 pytestmark = pytest.mark.django_db
 
@@ -19,31 +20,16 @@ def conversation(alice, default_profile):
     return Conversation.objects.create(owner=alice, title="Chat", profile=default_profile)
 
 
+def embedded_state(page: str) -> dict:
+    match = re.search(r'<script id="chat-state" type="application/json">(.*?)</script>', page, re.S)
+    assert match, "json_script block missing"
+    return json.loads(match.group(1))
+
+
 def chat(client, conversation) -> str:
     response = client.get(reverse("conversations:chat", args=[conversation.pk]))
     assert response.status_code == 200
     return response.content.decode()
-
-
-def test_transcript_renders_markdown_and_escapes_html(alice_client, conversation, add_message):
-    add_message(conversation, "user", "Hello <script>alert('x')</script>")
-    add_message(conversation, "assistant", "This is **bold** and <img src=x onerror=alert(1)>")
-    page = chat(alice_client, conversation)
-    assert "<strong>bold</strong>" in page
-    assert "<script>alert(" not in page
-    assert "&lt;script&gt;alert(" in page
-    assert "<img src=x" not in page and '<img src="x"' not in page
-
-
-def test_the_last_assistant_text_is_the_only_answer(alice_client, conversation, add_message):
-    add_message(conversation, "user", "one")
-    add_message(conversation, "assistant", "first answer")
-    add_message(conversation, "user", "two")
-    add_message(conversation, "assistant", "second answer")
-    page = chat(alice_client, conversation)
-    assert page.count('data-testid="answer"') == 1
-    answer = re.search(r'data-testid="answer">(.*?)</div>', page, re.S)
-    assert answer and "second answer" in answer.group(1)
 
 
 def test_page_has_the_stable_test_ids_and_accessible_controls(alice_client, conversation):
@@ -65,71 +51,7 @@ def test_page_has_the_stable_test_ids_and_accessible_controls(alice_client, conv
     assert 'type="module" src="/static/orkestrel/chat.js"' in page
 
 
-def test_tool_calls_render_as_cards_with_results_and_denials(
-    alice_client, conversation, add_message
-):
-    add_message(conversation, "user", "list and delete")
-    add_message(
-        conversation,
-        "assistant",
-        "",
-        calls=[
-            {"id": "c1", "name": "workspace", "arguments": {"op": "list"}},
-            {"id": "c2", "name": "shell", "arguments": {"cmd": "rm -rf /"}},
-        ],
-    )
-    add_message(conversation, "tool", '["a.txt"]', tool_call_id="c1")
-    add_message(conversation, "tool", "denied: destructive", tool_call_id="c2")
-    AuthorityDecision.objects.create(
-        conversation=conversation,
-        tool_call_id="c2",
-        tool_name="shell",
-        arguments={"cmd": "rm -rf /"},
-        rule_label="no-shell",
-        zone="deny",
-        allowed=False,
-        reason="Shell commands are not allowed",
-    )
-    page = chat(alice_client, conversation)
-    assert page.count('data-testid="tool-card"') == 2
-    assert "&quot;op&quot;: &quot;list&quot;" in page  # pretty-printed JSON arguments
-    assert "&quot;a.txt&quot;" in page
-    assert page.count('data-testid="tool-denied"') == 1
-    assert "Shell commands are not allowed" in page and "no-shell" in page
-    # A tool message is shown inside its call's card, not as a message of its own.
-    assert 'data-role="tool"' not in page
-
-
-def test_a_failed_tool_call_renders_as_an_error_card_after_reload(
-    alice_client, conversation, add_message
-):
-    add_message(conversation, "user", "fetch it")
-    add_message(
-        conversation,
-        "assistant",
-        "",
-        calls=[
-            {"id": "c1", "name": "http_fetch", "arguments": {"url": "http://nowhere"}},
-            {"id": "c2", "name": "workspace", "arguments": {"operation": "list"}},
-        ],
-    )
-    add_message(
-        conversation,
-        "tool",
-        '"connection refused"',
-        tool_call_id="c1",
-        outcome={"kind": "error"},
-    )
-    add_message(conversation, "tool", '["a.txt"]', tool_call_id="c2", outcome={"kind": "value"})
-    page = chat(alice_client, conversation)
-    assert page.count('data-testid="tool-failed"') == 1
-    failed = page.split('data-call-id="c1"')[1].split('data-call-id="c2"')[0]
-    assert "tool-result is-error" in failed and "Error" in failed
-    ok = page.split('data-call-id="c2"')[1]
-    assert "tool-result is-error" not in ok.split("</details>")[0]
-
-
-def test_sections_render_as_compaction_notices_with_their_originals(
+def test_sections_are_in_the_state_and_their_originals_load_from_their_url(
     alice_client, conversation, add_message
 ):
     section = Section.objects.create(
@@ -138,30 +60,22 @@ def test_sections_render_as_compaction_notices_with_their_originals(
     add_message(conversation, "user", "What causes tides?", section=section)
     add_message(conversation, "assistant", "Mostly the moon.", section=section)
     add_message(conversation, "user", "And waves?")
-    page = chat(alice_client, conversation)
-    assert page.count('data-testid="compaction-notice"') == 1
-    notice = page[page.index('data-testid="compaction-notice"') :]
-    notice = notice[: notice.index("</details>\n</li>")]
-    assert "<strong>tides</strong>" in notice
-    assert "Original messages (2)" in notice
-    # The originals load when opened, from the section's own URL.
+    state = embedded_state(chat(alice_client, conversation))
+    (summary,) = state["sections"]
+    assert summary["count"] == 2 and "<strong>tides</strong>" in summary["html"]
+    assert [m["content"] for m in state["messages"]] == ["And waves?"]
     url = reverse("conversations:section", args=[conversation.pk, "s1"])
-    assert f'data-src="{url}"' in notice
-    assert "What causes tides?" not in notice
     originals = alice_client.get(url).json()["messages"]
     assert [m["content"] for m in originals] == ["What causes tides?", "Mostly the moon."]
-    assert "<details" in notice
-    # The originals are not the live answer.
-    assert 'data-testid="answer"' not in notice
-    assert page.index("compaction-notice") < page.index("And waves?")
 
 
-def test_initial_state_is_embedded_as_json(alice_client, conversation, add_message):
+def test_initial_state_is_embedded_as_json_and_no_transcript_is_rendered_here(
+    alice_client, conversation, add_message
+):
     add_message(conversation, "user", "</script><script>alert(1)</script>")
     page = chat(alice_client, conversation)
-    match = re.search(r'<script id="chat-state" type="application/json">(.*?)</script>', page, re.S)
-    assert match, "json_script block missing"
-    state = json.loads(match.group(1))
+    assert '<ol class="transcript" id="transcript" aria-label="Messages"></ol>' in page
+    state = embedded_state(page)
     assert state["conversation"]["id"] == str(conversation.pk)
     assert state["messages"][0]["content"] == "</script><script>alert(1)</script>"
 
@@ -187,18 +101,16 @@ def test_a_sections_originals_are_refused_to_other_users_and_to_anonymous_visito
     assert alice_client.get(url.replace("/s1/", "/nope/")).status_code == 404
 
 
-def test_a_long_tail_renders_its_newest_page_with_a_link_to_the_earlier_messages(
+def test_a_long_tail_embeds_its_newest_page_and_the_earlier_ones_page_back(
     alice_client, conversation, add_message
 ):
     for n in range(130):
         add_message(conversation, "user", f"question {n}", message_id=f"u{n}")
         add_message(conversation, "assistant", f"answer {n}", message_id=f"a{n}")
-    page = chat(alice_client, conversation)
-    assert "answer 129" in page and ">question 0<" not in page
-    assert page.count('data-testid="earlier"') == 1
-    assert "Show 60 earlier messages" in page
+    state = embedded_state(chat(alice_client, conversation))
+    assert state["earlier"] == 60 and state["messages"][0]["id"] == "u30"
+    assert state["messages"][-1]["content"] == "answer 129"
     url = reverse("conversations:messages", args=[conversation.pk])
-    assert f'data-src="{url}?before=u30"' in page
     older = alice_client.get(url, {"before": "u30"}).json()
     assert older["earlier"] == 0
     assert [m["id"] for m in older["messages"]][:2] == ["u0", "a0"]
