@@ -41,8 +41,9 @@ from .runs import (
     join_group,
     run_manager,
 )
-from .runs.errors import StartFailed, TooManyRuns
+from .runs.errors import NothingToContinue, StartFailed, TooManyRuns
 from .runs.relay import listening, remote_snapshot
+from .runs.service import Compacted
 from .runtime.spec import NoProfileError
 
 __all__ = ["ChatConsumer", "NotFoundConsumer"]
@@ -170,6 +171,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("run_failed", str(error)[:500])
         except NoProfileError as error:
             await self._refuse("no_profile", str(error))
+        except NothingToContinue as error:
+            await self._refuse("nothing_to_continue", str(error))
 
     async def _dispatch(self, frame: ClientFrame) -> None:
         match frame:
@@ -195,13 +198,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self._refuse("invalid", f"send.attachments: {error}")
                 return
             images = (*images, *attached)
-        await self.service.start(
+        sent = await self.service.send(
             user_id=self.user.id,
             conversation_id=self.conversation_id,
             content=frame.content,
             images=images,
             nonce=frame.nonce,
         )
+        if isinstance(sent, Compacted) and sent.section is None:
+            await self._refuse("nothing_to_compact", "nothing to fold yet")
         if frame.attachments:
             await in_thread(discard_attachments)(self.conversation_id, frame.attachments)
 

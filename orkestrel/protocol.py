@@ -125,12 +125,17 @@ class ContextPayload(TypedDict):
 
 
 class ToolPayload(TypedDict):
-    """One dispatched tool call and its outcome; a denial carries the authority's reason."""
+    """One dispatched tool call and its outcome; a denial carries the authority's reason.
+
+    ``display`` is what the tool shows the user on its card (an edit's diff), never sent to
+    the model; ``None`` when the tool returned none.
+    """
 
     call: dict[str, Any]
     result: dict[str, Any]
     denied: bool
     reason: str | None
+    display: Any
 
 
 class RunSnapshot(TypedDict):
@@ -183,11 +188,13 @@ def tool_payload(call: ToolCall, result: ToolResult) -> ToolPayload:
     error = result.error
     outcome: dict[str, Any] = {"error": error} if error is not None else {"value": result.value}
     denial = result.denial
+    display = result.display
     return {
         "call": {"id": call.id, "name": call.name, "arguments": dict(call.arguments)},
         "result": _jsonable(outcome),
         "denied": denial is not None,
         "reason": denial.reason if denial is not None else None,
+        "display": _jsonable(display) if display is not None else None,
     }
 
 
@@ -265,7 +272,7 @@ class ThinkFrame:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolFrame:
-    """One dispatched tool call and its outcome."""
+    """One dispatched tool call and its outcome (``display``: shown on the card, or ``None``)."""
 
     type: Literal["tool"] = "tool"
     run: int
@@ -274,6 +281,7 @@ class ToolFrame:
     result: dict[str, Any]
     denied: bool
     reason: str | None
+    display: Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

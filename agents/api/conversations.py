@@ -31,7 +31,8 @@ from conversations.models import Conversation
 from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 
 from ..runs import Busy
-from ..runs.errors import StartFailed, TooManyRuns
+from ..runs.errors import NothingToContinue, StartFailed, TooManyRuns
+from ..runs.service import Compacted
 from ..runtime.spec import NoProfileError
 from .base import JsonErrors, deferred_json, user_id
 from .errors import Conflict, RunFailed, TooManyRunsError
@@ -197,8 +198,6 @@ class ConversationViewSet(
         images = self._images(serializer.validated_data["images"])
         attachments = [str(key) for key in serializer.validated_data["attachments"]]
         content = serializer.validated_data["content"]
-        if not content.strip() and not images and not attachments:
-            raise exceptions.ValidationError({"content": ["A message needs content or an image."]})
         if len(images) + len(attachments) > MAX_IMAGES:
             raise exceptions.ValidationError({"images": [f"At most {MAX_IMAGES} images."]})
         conversation = _conversation(request, pk)
@@ -207,12 +206,14 @@ class ConversationViewSet(
         except LookupError as error:
             raise exceptions.ValidationError({"attachments": [str(error)]}) from None
         try:
-            handle = async_to_sync(self.service.start)(
+            sent = async_to_sync(self.service.send)(
                 user_id=user_id(request),
                 conversation_id=str(conversation.pk),
                 content=content,
                 images=images,
             )
+        except NothingToContinue as error:
+            raise exceptions.ValidationError({"content": [str(error)]}) from None
         except Busy as error:
             raise Conflict(str(error)) from None
         except TooManyRuns as error:
@@ -222,6 +223,11 @@ class ConversationViewSet(
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
         discard_attachments(str(conversation.pk), attachments)
+        if isinstance(sent, Compacted):
+            if sent.section is None:
+                raise exceptions.ValidationError({"content": ["Nothing to fold yet."]})
+            return Response({"compacted": sent.section})
+        handle = sent
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return event_stream(self.service.follow_batches(handle.id, idle=HEARTBEAT_SECONDS))
         if _truthy(request.query_params.get("wait")):

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["Busy", "StartFailed", "ToolClash", "TooManyRuns", "UnknownProfile", "UnknownToolCall"]
+__all__ = [
+    "Busy",
+    "NothingToContinue",
+    "StartFailed",
+    "ToolClash",
+    "TooManyRuns",
+    "UnknownProfile",
+    "UnknownToolCall",
+]
 
 
 class Busy(RuntimeError):
@@ -38,3 +46,7 @@ class UnknownToolCall(LookupError):
     def __init__(self, call_id: str) -> None:
         super().__init__(f"no tool call {call_id!r} is waiting for its result")
         self.call_id = call_id
+
+
+class NothingToContinue(ValueError):
+    """``/continue`` (or an empty message) on a conversation with nothing to answer yet."""

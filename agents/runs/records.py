@@ -28,7 +28,14 @@ from ..models import AgentProfile
 from ..runtime.client_tools import PENDING_CONTENT
 from ..runtime.overrides import RunOverrides
 from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec
-from .errors import Busy, ToolClash, TooManyRuns, UnknownProfile, UnknownToolCall
+from .errors import (
+    Busy,
+    NothingToContinue,
+    ToolClash,
+    TooManyRuns,
+    UnknownProfile,
+    UnknownToolCall,
+)
 from .payloads import committed_payload
 
 __all__ = [
@@ -320,6 +327,8 @@ def prepare_run(
                         title = _name(conversation_id, message.content, spec.title)
                     else:
                         stored = store.get_sync(conversation_id)
+                        if stored is None or not (stored["messages"] or stored["sections"]):
+                            raise NothingToContinue("nothing to continue yet: say something")
                         title = spec.title
                     workspace = DjangoWorkspaceStore(owner=user_id).get_sync(spec.workspace_id)
                 break

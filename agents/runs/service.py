@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from channels.layers import get_channel_layer
 
@@ -18,13 +18,14 @@ from orkestrel.db import in_thread
 from orkestrel.protocol import CompactionFrame, MessagePayload, SectionPayload, encode
 
 from ..runtime.overrides import RunOverrides
+from .commands import Compact, Continue, Say, interpret
 from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
 from .payloads import compaction_payload
 from .records import ConversationSeed, RunRecord, owned_run, run_conversation, stored_events
 from .relay import follow_remote
 
-__all__ = ["TERMINAL", "RunHandle", "RunService", "run_service"]
+__all__ = ["TERMINAL", "Compacted", "RunHandle", "RunService", "run_service"]
 
 # The frame types that end a run's stream (an ``error`` ends it only when it carries the run).
 TERMINAL = frozenset({"finish", "error"})
@@ -39,6 +40,13 @@ class RunHandle:
     id: int
     conversation_id: str
     message: MessagePayload | None
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """A ``/compact`` was done: the folded section (``None``: nothing to fold yet)."""
+
+    section: SectionPayload | None
 
 
 class RunService:
@@ -78,6 +86,40 @@ class RunService:
         )
         message: MessagePayload | None = active.frames[0]["message"]
         return RunHandle(active.run_id, conversation_id, message)
+
+    async def send(
+        self,
+        *,
+        user_id: int,
+        conversation_id: str,
+        content: str,
+        images: tuple[str, ...] = (),
+        nonce: str | None = None,
+    ) -> RunHandle | Compacted:
+        """What a person submits: a message (trimmed), or a slash command (``commands``) done
+        just before its run; ``NothingToContinue`` for ``/continue`` on an empty
+        conversation."""
+        match interpret(content, images=bool(images)):
+            case Say(content=text):
+                return await self.start(
+                    user_id=user_id,
+                    conversation_id=conversation_id,
+                    content=text,
+                    images=images,
+                    nonce=nonce,
+                )
+            case Continue():
+                return await self.start(
+                    user_id=user_id, conversation_id=conversation_id, content=None, nonce=nonce
+                )
+            case Compact(focus=focus):
+                return Compacted(
+                    await self.compact(
+                        user_id=user_id, conversation_id=conversation_id, focus=focus
+                    )
+                )
+            case unknown:
+                assert_never(unknown)
 
     async def get(self, *, user_id: int, run_id: int) -> RunRecord:
         """The user's run ``run_id`` as stored (``LookupError`` if absent or someone else's)."""

@@ -55,6 +55,7 @@ class RunOptions(TypedDict, total=False):
     timeout: float | None
     budget: Budget[TokenUsage] | None
     signal: AbortSignal | None
+    read_only: bool | None
 
 
 class AgentOptions(TypedDict, total=False):
@@ -76,6 +77,7 @@ class AgentOptions(TypedDict, total=False):
     authority: Authority | None
     window: Budget[Sequence[Message]] | None
     strict: bool
+    read_only: bool
     on: AgentListeners | None
     error: ErrorHandler | None
 
@@ -115,8 +117,18 @@ def _number(name: str, value: object, *, integer: bool = False) -> None:
         raise ValueError(f"{name} must be a {kind}, not {value!r}")
 
 
+def _flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+
+
 class Agent:
-    """The bounded agent loop over one provider; ``generate`` and ``stream`` share one run."""
+    """The bounded agent loop over one provider; ``generate`` and ``stream`` share one run.
+
+    ``read_only`` (assignable at any time; a run's own ``read_only`` option wins for that run)
+    keeps the whole tool catalogue advertised but runs only safe calls: any other call is
+    answered with the refusal "write access is off for this conversation", a denial.
+    """
 
     def __init__(
         self,
@@ -138,11 +150,13 @@ class Agent:
         authority: Authority | None = None,
         window: Budget[Sequence[Message]] | None = None,
         strict: bool = False,
+        read_only: bool = False,
         on: AgentListeners | None = None,
         error: ErrorHandler | None = None,
     ) -> None:
         if not callable(getattr(provider, "stream", None)):
             raise TypeError("provider must implement the Provider contract (stream/generate)")
+        _flag("read_only", read_only)
         if limit is not None:
             _number("limit", limit, integer=True)
         if timeout is not None:
@@ -168,6 +182,7 @@ class Agent:
         self.authority = authority
         self.window = window
         self.strict = strict
+        self.read_only = read_only
         self.emitter: Emitter[AgentEvent] = Emitter(on=on, error=error)
         self._status: AgentStatus = "idle"
         self._runs: set[Abort] = set()
@@ -185,8 +200,14 @@ class Agent:
         timeout: float | None = None,
         budget: Budget[TokenUsage] | None = None,
         signal: AbortSignal | None = None,
+        read_only: bool | None = None,
     ) -> AgentStream:
-        """Start a run and return its live handle. Raises ``AgentError`` synchronously."""
+        """Start a run and return its live handle. Raises ``AgentError`` synchronously.
+
+        ``read_only`` (``None``: the agent's own ``read_only``) runs only safe tool calls.
+        """
+        if read_only is not None:
+            _flag("read_only", read_only)
         if limit is not None:
             _number("limit", limit, integer=True)
         if timeout is not None:
@@ -225,6 +246,7 @@ class Agent:
             budget=run_budget,
             window=self.window,
             options=options,
+            read_only=self.read_only if read_only is None else read_only,
         )
         self._runs.add(bound)
         self._status = "running"

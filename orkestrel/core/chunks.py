@@ -43,7 +43,11 @@ class ThinkChunk:
 
 @dataclass(frozen=True, slots=True)
 class ToolChunk:
-    """A dispatched tool call and its result (a denial is a result with an error)."""
+    """A dispatched tool call and its result (a denial is a result with an error).
+
+    ``result.display`` (``None`` unless the tool returned one) is for the user's eyes: the
+    model never reads it.
+    """
 
     call: ToolCall
     result: ToolResult

@@ -111,6 +111,10 @@ class ToolResult:
 
     A denied or cancelled call has an ``error`` too (the text the model reads); ``denial``
     and ``cancelled`` say which it was, so nothing downstream parses that text.
+
+    A tool that returned a payload (see ``tools.read_payload``) has its ``result`` as
+    ``value``, its ``display`` here (shown to the user, never sent to the model) and its
+    ``system`` texts (appended as system messages after the turn's tool messages).
     """
 
     id: str
@@ -119,6 +123,8 @@ class ToolResult:
     error: str | None = None
     denial: ToolOutcome | None = None
     cancelled: bool = False
+    display: Any = None
+    system: tuple[str, ...] | None = None
 
     @property
     def outcome(self) -> ToolOutcome:
@@ -135,6 +141,10 @@ class ToolResult:
             data["error"] = self.error
         else:
             data["value"] = self.value
+        if self.display is not None:
+            data["display"] = self.display
+        if self.system is not None:
+            data["system"] = list(self.system)
         return data
 
 

@@ -6,12 +6,10 @@ Private to the kit; ``Agent`` creates a ``Run`` per ``stream()`` and drives ``ex
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .abort import Abort
-from .authority import AuthorityContext
 from .budget import Budget
 from .channel import Channel
 from .chunks import (
@@ -23,8 +21,9 @@ from .chunks import (
     ToolChunk,
     UsageChunk,
 )
+from .dispatch import history_ids, own_ids, plan, run_batches, tool_content
 from .errors import ProviderAbortError
-from .messages import Message, ToolCall, ToolOutcome, ToolResult, mint_id
+from .messages import Message, ToolCall, ToolResult, mint_id
 from .provider import (
     ContentDelta,
     ProviderResult,
@@ -63,6 +62,7 @@ class Run:
         budget: Budget[TokenUsage] | None,
         window: Budget[Sequence[Message]] | None,
         options: ProviderStreamOptions | None,
+        read_only: bool = False,
     ) -> None:
         self.agent = agent
         self.channel = channel
@@ -73,6 +73,9 @@ class Run:
         self.budget = budget
         self.window = window
         self.options = options
+        self.read_only = read_only
+        # Every tool-call id of the conversation, read at the run's first call (``_own``).
+        self.seen: set[str] | None = None
         # The current answer as parts: joining on demand keeps a long answer linear.
         self.parts: list[str] = []
         self.thinking: list[str] = []
@@ -172,9 +175,9 @@ class Run:
                 self.committed = True
                 self.conversation.add(Message(mint_id(), "assistant", result.content))
                 return "done"
-            calls = result.tools
+            calls = self._own(result.tools)
             assistant = self.conversation.add(
-                Message(mint_id(), "assistant", result.content, tuple(calls))
+                Message(mint_id(), "assistant", result.content, calls)
             )
             self.committed = True
             messages.append(assistant)
@@ -283,59 +286,70 @@ class Run:
         self.channel.push(UsageChunk(usage))
         self.agent.emitter.emit("usage", usage)
 
-    # -- dispatch: authority gate, scope gate, tools, tool messages --------------------------
+    # -- dispatch: ids, gates, ordered batches, tool messages (see ``dispatch``) -----------
+
+    def _own(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+        """The turn's calls with ids of the agent's (stored with the assistant turn)."""
+        seen = self.seen
+        if seen is None:
+            seen = self.seen = history_ids(self.conversation)
+        return own_ids(calls, seen)
 
     async def _dispatch(self, calls: Sequence[ToolCall], messages: list[Message]) -> None:
         context = self.agent.context
-        authority = self.agent.authority
         emitter = self.agent.emitter
         scope = context.scope
-        allowed_names = scope.tools if scope is not None else None
-        results: dict[str, ToolResult] = {}
-        runnable: list[ToolCall] = []
-        for call in calls:
-            if allowed_names is not None and call.name not in allowed_names:
-                # Scoped out: never advertised, so never callable either.
-                results[call.id] = ToolResult(
-                    call.id, call.name, error=f"tool not found: {call.name}"
-                )
-                continue
-            if authority is not None:
-                decision = authority.evaluate(AuthorityContext(call))
-                if not decision.allowed:
-                    reason = decision.reason
-                    error = f"denied: {reason}" if reason else "denied by authority"
-                    denial = ToolOutcome("denied", reason, decision.rule)
-                    results[call.id] = ToolResult(call.id, call.name, error=error, denial=denial)
-                    emitter.emit("deny", call, decision)
-                    continue
-            runnable.append(call)
-        if runnable:
-            executed = await self._execute(runnable)
-            for item in executed:
+        results, batches = plan(
+            calls,
+            context.tools,
+            allowed=scope.tools if scope is not None else None,
+            authority=self.agent.authority,
+            read_only=self.read_only,
+            emitter=emitter,
+        )
+        if batches:
+            for item in await self._execute(batches):
                 results[item.id] = item
         push = self.channel.push
         add = self.conversation.add
+        system: list[str] | None = None
         for call in calls:
             result = results.get(call.id) or ToolResult(
                 call.id, call.name, error=CANCELLED_TOOL, cancelled=True
             )
-            content = _tool_content(result)
+            content = tool_content(result)
             message = add(
                 Message(mint_id(), "tool", content, tool_call_id=call.id, outcome=result.outcome)
             )
             messages.append(message)
+            if result.system:
+                if system is None:
+                    system = []
+                system.extend(result.system)
             push(ToolChunk(call, result))
             emitter.emit("tool", call, result)
+        if system is not None:
+            # The tools' ``system`` texts follow the whole batch of tool messages.
+            for text in system:
+                messages.append(add(Message(mint_id(), "system", text)))
 
-    async def _execute(self, calls: list[ToolCall]) -> list[ToolResult]:
+    async def _execute(self, batches: list[list[ToolCall]]) -> list[ToolResult]:
+        """Run the batches in order, bounded by the run's signal; the calls that finished."""
         tools = self.agent.context.tools
-        if self.signal.aborted:
-            return []
-        task = asyncio.Task(tools.execute(calls), loop=asyncio.get_running_loop(), eager_start=True)
+        signal = self.signal
+        done: list[ToolResult] = []
+        if signal.aborted:
+            return done
+        # One batch (the common turn) goes straight to the manager; several run in order.
+        work = (
+            tools.execute(batches[0])
+            if len(batches) == 1
+            else run_batches(tools, batches, done, signal)
+        )
+        task = asyncio.Task(work, loop=asyncio.get_running_loop(), eager_start=True)
         if task.done():
             return task.result()
-        waiter = asyncio.ensure_future(self.signal.wait())
+        waiter = asyncio.ensure_future(signal.wait())
         try:
             await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -345,11 +359,11 @@ class Run:
                 task.cancel()
             await asyncio.gather(task, waiter, return_exceptions=True)
         if task.cancelled():
-            return []
+            return done
         error = task.exception()
         if error is not None:
-            if self.signal.aborted:
-                return []
+            if signal.aborted:
+                return done
             raise error
         return task.result()
 
@@ -379,18 +393,6 @@ class Run:
 
 def _name(definition: ToolDefinition) -> str:
     return definition.name
-
-
-# One encoder for every tool message: ``json.dumps`` with options builds a new one per call.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
-
-
-def _tool_content(result: ToolResult) -> str:
-    payload: object = result.error if result.error is not None else result.value
-    try:
-        return _ENCODE(payload)
-    except (TypeError, ValueError, RecursionError):
-        return _ENCODE(str(payload))
 
 
 async def _close(stream: object) -> None:

@@ -3,6 +3,16 @@
 Dispatch isolates every call: an unknown name, malformed arguments or a handler that raises
 each resolve to a ``ToolResult`` carrying ``error``, so one bad call never fails a batch and a
 tool error never escapes to the agent loop. Cancellation is not an error and still propagates.
+
+A handler may return a *payload* instead of a bare value (``read_payload`` says exactly which
+dicts are payloads): ``{"result", "system"}`` answers the model with ``result`` and appends
+``system`` as system messages after the turn's tool messages; ``{"result", "display"}`` shows
+``display`` to the user on the tool card and never sends it to the model.
+
+A tool's ``safe`` says whether a call is read-only: a bool, or a predicate over the call's
+arguments (a workspace tool's ``read`` is safe, its ``write`` is not). The agent loop runs
+contiguous safe calls of a turn concurrently and every other call alone, in the model's order;
+in read-only mode only safe calls run.
 """
 
 from __future__ import annotations
@@ -33,6 +43,17 @@ ToolHandler = Callable[..., Any | Awaitable[Any]]
 """A tool handler: called with the call's arguments mapping (or with nothing when it takes no
 positional parameter); may be sync or async."""
 
+ToolSafety = bool | Callable[[Mapping[str, Any]], bool]
+"""Whether a tool's calls are read-only: a bool, or a predicate called with a call's arguments
+(``True`` means read-only; anything else, or a predicate that raises, means a write)."""
+
+PAYLOAD_KEYS: tuple[frozenset[str], ...] = (
+    frozenset({"result", "system"}),
+    frozenset({"result", "display"}),
+    frozenset({"result", "system", "display"}),
+)
+"""The key sets a dict must have exactly to be read as a payload rather than a value."""
+
 
 def _takes_arguments(handler: Callable[..., Any]) -> bool:
     # A handler like ``lambda: time.time()`` ignores the arguments, as JS handlers may.
@@ -58,7 +79,9 @@ class Tool:
         description: Full description; advertised unless ``summary`` is set.
         summary: A lean advertisement standing in for ``description`` in ``definitions()``.
         parameters: JSON-Schema of the arguments, kept by reference.
-        safe: Whether the tool is read-only (no side effects).
+        safe: Whether the tool is read-only (no side effects): a bool, or a predicate over a
+            call's arguments (``is_safe`` asks it). The definition the model sees is the same
+            either way.
     """
 
     name: str
@@ -66,7 +89,7 @@ class Tool:
     description: str | None = None
     summary: str | None = None
     parameters: Mapping[str, Any] | None = None
-    safe: bool = False
+    safe: ToolSafety = False
     # Decided once here: ``run`` is on the dispatch hot path.
     _is_async: bool = field(init=False, repr=False, compare=False)
     _takes_arguments: bool = field(init=False, repr=False, compare=False)
@@ -82,10 +105,24 @@ class Tool:
                 raise TypeError(f"tool {self.name!r} {label} must be a string")
         if self.parameters is not None and not isinstance(self.parameters, Mapping):
             raise TypeError(f"tool {self.name!r} parameters must be a mapping")
-        if not isinstance(self.safe, bool):
-            raise TypeError(f"tool {self.name!r} safe must be a bool")
+        if not isinstance(self.safe, bool) and not callable(self.safe):
+            raise TypeError(f"tool {self.name!r} safe must be a bool or a callable")
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.execute))
         object.__setattr__(self, "_takes_arguments", _takes_arguments(self.execute))
+
+    def is_safe(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with ``arguments`` is read-only.
+
+        A predicate must return ``True`` exactly; any other answer, or an exception, fails
+        closed (the call counts as a write).
+        """
+        safe = self.safe
+        if safe is True or safe is False:
+            return safe
+        try:
+            return safe(arguments) is True
+        except Exception:  # noqa: BLE001 - a broken predicate must not make a write look safe
+            return False
 
     async def run(self, arguments: Mapping[str, Any]) -> Any:
         """Run the handler with ``arguments`` (forwarded as-is), awaiting it when async."""
@@ -113,7 +150,7 @@ def create_tool(
     description: str | None = None,
     summary: str | None = None,
     parameters: Mapping[str, Any] | None = None,
-    safe: bool = False,
+    safe: ToolSafety = False,
 ) -> Tool:
     """Create a ``Tool``; raises ``TypeError`` naming the bad field."""
     return Tool(name, execute, description, summary, parameters, safe)
@@ -259,7 +296,38 @@ class ToolManager:
             value = await tool.run(arguments)
         except Exception as error:  # noqa: BLE001 - per-call isolation is the contract
             return ToolResult(call_id, name, error=_error_message(error))
+        if isinstance(value, dict) and "result" in value:
+            payload = read_payload(value)
+            if payload is not None:
+                result, system, display = payload
+                return ToolResult(call_id, name, value=result, display=display, system=system)
         return ToolResult(call_id, name, value=value)
+
+
+def read_payload(value: object) -> tuple[Any, tuple[str, ...] | None, Any] | None:
+    """Read a handler's return as a payload: ``(result, system, display)``, or ``None``.
+
+    A payload is a ``dict`` whose keys are exactly ``{"result", "system"}``,
+    ``{"result", "display"}`` or ``{"result", "system", "display"}``, and whose ``system``
+    (when present) is ``None``, a string or a list/tuple of strings. Anything else (a dict
+    with any other key, ``{"result": ...}`` alone, a ``system`` of another type) is an
+    ordinary value and reaches the model whole. Empty ``system`` texts are dropped; ``None``
+    means there are none.
+    """
+    if not isinstance(value, dict) or frozenset(value) not in PAYLOAD_KEYS:
+        return None
+    raw = value.get("system")
+    system: tuple[str, ...] | None
+    if raw is None:
+        system = None
+    elif isinstance(raw, str):
+        system = (raw,) if raw else None
+    elif isinstance(raw, list | tuple) and all(isinstance(text, str) for text in raw):
+        kept = tuple(text for text in raw if text)
+        system = kept if kept else None
+    else:
+        return None
+    return value["result"], system, value.get("display")
 
 
 def _to_tools(values: Sequence[ToolInput]) -> list[Tool]:

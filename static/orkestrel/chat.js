@@ -35,13 +35,14 @@ const contextBox = document.querySelector("[data-testid=context-meter]");
 
 const ERROR_TEXT = {
   busy: "A reply is still running. Wait for it to finish, or stop it.",
+  nothing_to_continue: "There is nothing to continue yet: say something first.",
   too_large: "That message is too large to send.",
   invalid: "The server could not read that request.",
   unknown_type: "The server did not understand that request.",
   run_failed: "The reply failed.",
 };
 // Errors that refuse a `send`: the message was not accepted, so its text goes back in the box.
-const REJECTED = new Set(["busy", "too_large", "invalid", "unknown_type", "no_profile"]);
+const REJECTED = new Set(["busy", "too_large", "invalid", "unknown_type", "no_profile", "nothing_to_continue"]);
 
 const tracker = new RunTracker();
 let live = null; // the LiveRun being streamed, or null
@@ -412,6 +413,14 @@ function nonce() {
 function submitMessage() {
   const content = input.value;
   if (!content.trim()) return;
+  const command = content.trim().match(/^\/compact(?:\s+([\s\S]*))?$/);
+  if (command) {
+    // Done at once, no run: as the "Compact history" form does.
+    requestCompaction(command[1]?.trim() || "");
+    input.value = "";
+    autosize();
+    return;
+  }
   const id = nonce();
   if (!send({ type: "send", content, nonce: id })) {
     notify("Not connected right now; your message is still in the box. Reconnecting…", "warning");
@@ -448,9 +457,7 @@ stopButton.addEventListener("click", () => {
   input.focus();
 });
 
-compactForm.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const focus = compactFocus.value.trim();
+function requestCompaction(focus) {
   const frame = focus ? { type: "compact", focus } : { type: "compact" };
   if (send(frame)) {
     compactFocus.value = "";
@@ -459,6 +466,11 @@ compactForm.addEventListener("submit", (event) => {
     notify("Not connected right now; reconnecting…", "warning");
     reconnectNow();
   }
+}
+
+compactForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  requestCompaction(compactFocus.value.trim());
 });
 
 // A compaction's originals load the first time they are opened (`toggle` does not bubble:

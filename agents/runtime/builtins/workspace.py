@@ -5,11 +5,18 @@ edit shows in the next turn's ``## Workspace`` section. Small models handle flat
 better than nested ones, so a range is four 1-based ints lifted with ``range_of``. Every fault
 is a ``WorkspaceError`` whose message starts with its code (``MODALITY: ...``), which the kit's
 ``ToolManager`` hands the model as the tool error.
+
+Its safety depends on the call: ``list``, ``read`` and ``search`` are read-only (they run
+concurrently, and in read-only mode), every other operation is a write (``is_safe``). An edit
+answers the model with the same short result as ever and shows the user a unified diff of
+the change on the tool card (the kit's ``{"result", "display"}`` payload).
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from orkestrel.core import (
@@ -32,14 +39,19 @@ __all__ = [
     "OPERATIONS",
     "PARAMETERS",
     "SAFE",
+    "SAFE_OPERATIONS",
     "SEARCH_LIMIT",
     "Operation",
     "create_workspace_tool",
+    "is_safe",
     "run_operation",
 ]
 
 NAME = "workspace"
-SAFE = False  # it writes, moves and removes files
+# The tool as a whole (what the registry and a new row record): it writes, moves and removes
+# files. A call's own safety is ``is_safe``'s answer.
+SAFE = False
+SAFE_OPERATIONS: frozenset[str] = frozenset({"list", "read", "search"})
 SEARCH_LIMIT = 100  # matches returned by one search: keeps a result small enough to read
 
 Operation = Literal[
@@ -138,6 +150,67 @@ def _existing(workspace: Workspace, path: str) -> File:
     return file
 
 
+# -- display: the unified diff of an edit ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Binary:
+    """A binary file's state: its data, so two states compare equal only when it is the same."""
+
+    data: str
+
+
+# A path's state: its text, a binary file, or ``None`` when there is no file.
+_State = str | _Binary | None
+
+
+def _state(workspace: Workspace, path: str) -> _State:
+    file = workspace.file(path)
+    if file is None:
+        return None
+    content = file.content
+    return _Binary(content.data) if isinstance(content, BinaryContent) else content.text
+
+
+def _lines(text: str) -> list[str]:
+    # ``splitlines`` would also split on form feeds and the like, which the workspace does not.
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _diff(old: str, before: _State, new: str, after: _State) -> str:
+    """The unified diff from ``before`` at ``old`` to ``after`` at ``new`` ("" if unchanged).
+
+    An absent side is ``/dev/null``; a text without a final newline is marked as git marks
+    it; a binary side reads "Binary files ... differ"; a rename with no change is its headers.
+    """
+    if old == new and before == after:
+        return ""
+    source = "/dev/null" if before is None else f"a/{old}"
+    target = "/dev/null" if after is None else f"b/{new}"
+    if isinstance(before, _Binary) or isinstance(after, _Binary):
+        return f"Binary files {source} and {target} differ\n"
+    if before == after:
+        return f"--- {source}\n+++ {target}\n"
+    lines = difflib.unified_diff(_lines(before or ""), _lines(after or ""), source, target)
+    return "".join(
+        line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def _changed(workspace: Workspace, path: str, before: _State) -> str:
+    """The diff of ``path`` from ``before`` to what the workspace holds now."""
+    return _diff(path, before, path, _state(workspace, path))
+
+
+def _shown(result: Any, diff: str) -> Any:
+    """``result`` with ``diff`` as its ``display`` payload (the bare result when unchanged)."""
+    return {"result": result, "display": diff} if diff else result
+
+
 async def _list(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
     return [_summary(file) for file in _active(manager).files()]
 
@@ -165,19 +238,21 @@ async def _write(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any
     workspace = _active(manager)
     path, content = _need(arguments, "write", "path", "content")
     span = _range(arguments, "write")
+    before = _state(workspace, path)
     if span is None:
         workspace.write(path, content)
     else:
         workspace.write(path, content, span)
-    return _summary(_existing(workspace, path))
+    return _shown(_summary(_existing(workspace, path)), _changed(workspace, path, before))
 
 
 def _extend(verb: Literal["prepend", "append"]) -> Handler:
     async def handle(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
         workspace = _active(manager)
         path, content = _need(arguments, verb, "path", "content")
+        before = _state(workspace, path)
         getattr(workspace, verb)(path, content)
-        return _summary(_existing(workspace, path))
+        return _shown(_summary(_existing(workspace, path)), _changed(workspace, path, before))
 
     return handle
 
@@ -204,24 +279,36 @@ async def _search(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> An
 async def _replace(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
     workspace = _active(manager)
     query, replacement = _need(arguments, "replace", "query", "replacement")
+    before = {file.path: _state(workspace, file.path) for file in workspace.files()}
     tally = workspace.replace(query, replacement, regex=bool(arguments.get("regex")))
-    return {"query": tally.query, "replaced": tally.replaced, "files": tally.files}
+    diff = "".join(_changed(workspace, path, state) for path, state in before.items())
+    return _shown({"query": tally.query, "replaced": tally.replaced, "files": tally.files}, diff)
 
 
 async def _move(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
     workspace = _active(manager)
     path, target = _need(arguments, "move", "path", "to")
     _existing(workspace, path)
+    moved, replaced = _state(workspace, path), _state(workspace, target)
     workspace.move(path, target)
-    return {"from": path, "to": target}
+    result = {"from": path, "to": target}
+    if path == target:
+        return result
+    if replaced is None:
+        # A plain rename: the headers alone, as git shows one.
+        return _shown(result, _diff(path, moved, target, moved))
+    # The move overwrote ``target``: the source is gone and the target's text changed.
+    gone = _diff(path, moved, path, None)
+    return _shown(result, gone + _diff(target, replaced, target, _state(workspace, target)))
 
 
 async def _remove(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
     workspace = _active(manager)
     (path,) = _need(arguments, "remove", "path")
     _existing(workspace, path)
+    before = _state(workspace, path)
     workspace.remove(path)
-    return {"path": path, "removed": True}
+    return _shown({"path": path, "removed": True}, _diff(path, before, path, None))
 
 
 async def _switch(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
@@ -269,6 +356,12 @@ async def run_operation(manager: WorkspaceManager, arguments: Mapping[str, Any])
         raise _fault(str(error), operation=operation) from error
 
 
+def is_safe(arguments: Mapping[str, Any]) -> bool:
+    """Whether a call only reads: its ``operation`` is ``list``, ``read`` or ``search``."""
+    operation = arguments.get("operation")
+    return isinstance(operation, str) and operation in SAFE_OPERATIONS
+
+
 def create_workspace_tool(context: ToolContext) -> Tool:
     """The ``workspace`` tool bound to this run's ``agent_context.workspaces``."""
     agent_context = context.agent_context
@@ -278,5 +371,5 @@ def create_workspace_tool(context: ToolContext) -> Tool:
         return await run_operation(agent_context.workspaces, arguments)
 
     return create_tool(
-        name=NAME, execute=execute, description=DESCRIPTION, parameters=PARAMETERS, safe=SAFE
+        name=NAME, execute=execute, description=DESCRIPTION, parameters=PARAMETERS, safe=is_safe
     )

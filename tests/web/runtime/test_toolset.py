@@ -64,7 +64,8 @@ def test_a_row_left_at_its_defaults_keeps_the_builtins_texts_and_schema(registry
         workspace.DESCRIPTION,
         None,
         workspace.PARAMETERS,
-        False,
+        # Per call: list, read and search are safe, edits are not.
+        workspace.is_safe,
     )
 
 

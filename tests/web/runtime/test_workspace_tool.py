@@ -7,15 +7,19 @@ import base64
 import pytest
 
 from agents.runtime.arguments import guard_tool
-from agents.runtime.builtins.workspace import SEARCH_LIMIT, create_workspace_tool
+from agents.runtime.builtins.workspace import SEARCH_LIMIT, create_workspace_tool, is_safe
 from orkestrel.core import (
+    ToolCall,
     ToolManager,
+    create_agent,
     create_binary_content,
     create_file,
     create_memory_workspace_store,
     create_text_content,
     create_workspace_manager,
 )
+from orkestrel.protocol import tool_payload
+from orkestrel.providers import ScriptedProvider
 
 from .helpers import call, tool_context
 
@@ -317,9 +321,9 @@ async def test_without_an_active_workspace_every_edit_is_a_clear_fault():
     assert context.agent_context.workspaces.count == 0
 
 
-def test_the_tool_advertises_a_flat_unsafe_operation_schema(context):
+def test_the_tool_advertises_a_flat_operation_schema_whose_safety_is_per_call(context):
     tool = create_workspace_tool(context)
-    assert tool.name == "workspace" and tool.safe is False
+    assert tool.name == "workspace" and tool.safe is is_safe
     properties = tool.parameters["properties"]
     assert properties["operation"]["enum"] == [
         "list",
@@ -334,3 +338,169 @@ def test_the_tool_advertises_a_flat_unsafe_operation_schema(context):
         "switch",
     ]
     assert all(spec.get("type") != "object" for spec in properties.values())
+
+
+# -- safety per operation, and the diff an edit shows --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("operation", "safe"),
+    [
+        ("list", True),
+        ("read", True),
+        ("search", True),
+        ("write", False),
+        ("prepend", False),
+        ("append", False),
+        ("replace", False),
+        ("move", False),
+        ("remove", False),
+        ("switch", False),
+        (None, False),
+        (["read"], False),
+    ],
+)
+def test_list_read_and_search_are_safe_and_every_other_operation_is_a_write(
+    context, operation, safe
+):
+    tool = guard_tool(create_workspace_tool(context))
+    assert tool.is_safe({"operation": operation, "path": "notes.md"}) is safe
+
+
+async def shown(manager, **arguments):
+    """An edit's result: what the model reads (``value``) and the diff the user sees."""
+    result = await call(manager, "workspace", **arguments)
+    assert result.error is None, result.error
+    return result.value, result.display
+
+
+async def test_a_write_shows_its_unified_diff_and_answers_the_model_as_before(manager):
+    value, display = await shown(
+        manager,
+        operation="write",
+        path="notes.md",
+        content="BETA",
+        start_line=2,
+        start_column=1,
+        end_line=2,
+        end_column=5,
+    )
+    assert value == {
+        "path": "notes.md",
+        "language": "markdown",
+        "size": 16,
+        "lines": 3,
+        "state": "modified",
+    }
+    assert display == (
+        "--- a/notes.md\n"
+        "+++ b/notes.md\n"
+        "@@ -1,3 +1,3 @@\n"
+        " alpha\n"
+        "-beta\n"
+        "+BETA\n"
+        " gamma\n"
+        "\\ No newline at end of file\n"
+    )
+
+
+async def test_creating_a_file_diffs_from_dev_null(manager):
+    _, display = await shown(manager, operation="write", path="new.txt", content="one\ntwo\n")
+    assert display == "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+
+
+async def test_an_append_diffs_the_last_line_gaining_its_newline(manager):
+    _, display = await shown(manager, operation="append", path="notes.md", content="\ndelta\n")
+    assert display == (
+        "--- a/notes.md\n"
+        "+++ b/notes.md\n"
+        "@@ -1,3 +1,4 @@\n"
+        " alpha\n"
+        " beta\n"
+        "-gamma\n"
+        "\\ No newline at end of file\n"
+        "+gamma\n"
+        "+delta\n"
+    )
+
+
+async def test_replace_shows_the_diff_of_every_changed_file_only(manager, context):
+    workspace_of(context).write("other.md", "beta beta\n")
+    workspace_of(context).write("untouched.md", "alpha\n")
+    value, display = await shown(manager, operation="replace", query="beta", replacement="B")
+    assert value == {"query": "beta", "replaced": 3, "files": 2}
+    assert display == (
+        "--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+B\n gamma\n"
+        "\\ No newline at end of file\n"
+        "--- a/other.md\n+++ b/other.md\n@@ -1 +1 @@\n-beta beta\n+B B\n"
+    )
+
+
+async def test_remove_diffs_to_dev_null_and_a_binary_file_is_named_not_diffed(manager):
+    _, display = await shown(manager, operation="remove", path="notes.md")
+    assert display.startswith("--- a/notes.md\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-alpha\n")
+    _, display = await shown(manager, operation="remove", path="logo.png")
+    assert display == "Binary files a/logo.png and /dev/null differ\n"
+
+
+async def test_a_move_shows_a_rename_and_an_overwrite_shows_what_the_target_lost(manager, context):
+    _, display = await shown(manager, operation="move", path="notes.md", to="docs/notes.md")
+    assert display == "--- a/notes.md\n+++ b/docs/notes.md\n"
+    workspace_of(context).write("a.txt", "new\n")
+    workspace_of(context).write("b.txt", "old\n")
+    _, display = await shown(manager, operation="move", path="a.txt", to="b.txt")
+    assert display == (
+        "--- a/a.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-new\n"
+        "--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-old\n+new\n"
+    )
+
+
+async def test_reads_and_edits_that_change_nothing_show_nothing(manager):
+    assert (await shown(manager, operation="read", path="notes.md"))[1] is None
+    assert (await shown(manager, operation="list"))[1] is None
+    value, display = await shown(manager, operation="replace", query="zzz", replacement="y")
+    assert (value["replaced"], display) == (0, None)
+    same = "alpha\nbeta\ngamma"
+    assert (await shown(manager, operation="write", path="notes.md", content=same))[1] is None
+
+
+async def test_an_edits_diff_rides_the_tool_payload_and_a_reads_is_none(manager):
+    arguments = {"operation": "write", "path": "new.txt", "content": "x\n"}
+    result = await call(manager, "workspace", **arguments)
+    payload = tool_payload(ToolCall("call-1", "workspace", arguments), result)
+    assert payload["display"] == "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+x\n"
+    assert payload["result"] == {"value": result.value}
+    read = await call(manager, "workspace", operation="read", path="new.txt")
+    assert tool_payload(ToolCall("call-2", "workspace", {}), read)["display"] is None
+
+
+async def test_in_read_only_mode_the_agent_reads_the_workspace_and_edits_are_refused(context):
+    provider = ScriptedProvider(
+        script=[
+            {
+                "tools": [
+                    {
+                        "id": "r",
+                        "name": "workspace",
+                        "arguments": {"operation": "read", "path": "notes.md"},
+                    },
+                    {
+                        "id": "w",
+                        "name": "workspace",
+                        "arguments": {"operation": "write", "path": "notes.md", "content": "gone"},
+                    },
+                ]
+            },
+            {"content": "done"},
+        ]
+    )
+    tools = ToolManager(guard_tool(create_workspace_tool(context), timeout=5))
+    agent = create_agent(provider, context=context.agent_context, read_only=True)
+    agent.context.tools.add(tools.tools())
+    agent.context.messages.add({"role": "user", "content": "edit my notes"})
+    await agent.generate()
+    read, write = [m for m in agent.context.messages.messages() if m.role == "tool"]
+    assert read.outcome.kind == "value" and "alpha" in read.content
+    assert write.outcome.kind == "denied"
+    assert write.outcome.reason == "write access is off for this conversation"
+    assert workspace_of(context).read("notes.md") == "alpha\nbeta\ngamma"
