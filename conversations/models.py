@@ -94,6 +94,11 @@ class Conversation(models.Model):
         blank=True,
         help_text="Thinking level chosen for this conversation; blank: the profile's.",
     )
+    read_only = models.BooleanField(
+        "read-only",
+        default=False,
+        help_text="Only read-only (safe) tools run; a write is refused and the model is told.",
+    )
     forked_from = models.ForeignKey(
         "self",
         on_delete=models.SET_NULL,

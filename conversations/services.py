@@ -232,9 +232,11 @@ def choose_model(
     conversation_id: uuid.UUID | str,
     model: str | None = None,
     thinking: str | None = None,
+    read_only: bool | None = None,
 ) -> Conversation:
-    """Set the conversation's own model and/or thinking level for its next turns (``""``
-    follows the profile again); validated first, so a refused choice changes nothing.
+    """Set the conversation's own model, thinking level and read-only mode for its next turns
+    (``""`` follows the profile again; ``None`` leaves one as it is); validated first, so a
+    refused choice changes nothing.
 
     Raises:
         ValidationError: ``{"model": ...}`` not one of ``model_choices()``, ``{"thinking":
@@ -254,6 +256,9 @@ def choose_model(
             )
         conversation.thinking = thinking
         fields.append("thinking")
+    if read_only is not None:
+        conversation.read_only = read_only
+        fields.append("read_only")
     if fields:
         conversation.save(update_fields=fields)
     return conversation

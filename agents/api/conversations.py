@@ -117,6 +117,7 @@ class ConversationViewSet(
                 conversation_id=self.kwargs["pk"],
                 model=data.get("model"),
                 thinking=data.get("thinking"),
+                read_only=data.get("read_only"),
             )
         return Response(self._body(conversation))
 

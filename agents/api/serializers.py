@@ -87,6 +87,7 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
             "origin",
             "model",
             "thinking",
+            "read_only",
             "forked_from",
             "created",
             "updated",
@@ -98,6 +99,7 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
             "origin",
             "model",
             "thinking",
+            "read_only",
             "forked_from",
             "created",
             "updated",
@@ -133,10 +135,17 @@ class ConversationUpdateSerializer(serializers.Serializer[Any]):
     title = serializers.CharField(max_length=200, required=False)
     model = serializers.CharField(max_length=300, required=False, allow_blank=True)
     thinking = serializers.CharField(max_length=8, required=False, allow_blank=True)
+    # DRF's metaclass pops declared fields off the class: this does not shadow the serializer's
+    # own ``Field.read_only`` at run time, though the stubs see it so.
+    read_only = serializers.BooleanField(  # type: ignore[assignment]
+        required=False, help_text="Only read-only tools run; writes are refused."
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
-            raise serializers.ValidationError("Send a title, a model or a thinking level.")
+            raise serializers.ValidationError(
+                "Send a title, a model, a thinking level or read_only."
+            )
         return attrs
 
 

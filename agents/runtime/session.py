@@ -32,6 +32,7 @@ from orkestrel.core import (
 from orkestrel.core import (
     AuthorityDecision as Decision,
 )
+from orkestrel.core.dispatch import READ_ONLY_ZONE
 from orkestrel.core.workspace import MoveEvent
 from orkestrel.db import in_thread
 from workspaces.models import Workspace
@@ -67,6 +68,11 @@ class DecisionLog:
 
     def record(self, call: ToolCall, decision: Decision, rule: AuthorityRule | None) -> None:
         self.pending.append((call, decision, rule))
+
+    def record_refusal(self, call: ToolCall, decision: Decision) -> None:
+        """A call read-only mode refused (the authority's own denials arrive by ``record``)."""
+        if decision.zone == READ_ONLY_ZONE:
+            self.pending.append((call, decision, None))
 
     def record_result(self, call: ToolCall, result: ToolResult) -> None:
         if result.outcome.kind == "error" and result.error is not None:
@@ -249,6 +255,7 @@ class ChatSession:
         if spec.instructions:
             instructions.add(list(spec.instructions))
         decisions = DecisionLog()
+        # The authority reports its own decisions; read-only mode refuses before asking it.
         # Built from rows loaded in ``load_spec``: evaluating a call must run no query.
         authority: Authority | None = (
             PolicyAuthority(spec.policy, spec.rules, decisions.record)
@@ -272,6 +279,7 @@ class ChatSession:
             authority=authority,
             limit=profile.limit,
             timeout=profile.timeout,
+            read_only=spec.read_only,
             budget=run_budget(profile.token_budget, overrides.max_tokens),
             window=(
                 create_budget(profile.context_window, estimate_messages)
@@ -279,6 +287,7 @@ class ChatSession:
                 else None
             ),
         )
+        agent.emitter.on("deny", decisions.record_refusal)
         context = ToolContext(
             user_id=spec.user_id,
             conversation_id=spec.conversation_id,
@@ -368,7 +377,7 @@ class ChatSession:
                         tool_name=call.name,
                         arguments=_jsonable(call.arguments),
                         rule=rule if rule is not None and rule.pk in alive else None,
-                        rule_label=_rule_label(rule),
+                        rule_label=_rule_label(rule, decision),
                         zone=decision.zone,
                         allowed=decision.allowed,
                         reason=decision.reason or "",
@@ -398,7 +407,9 @@ class ChatSession:
             )
 
 
-def _rule_label(rule: AuthorityRule | None) -> str:
+def _rule_label(rule: AuthorityRule | None, decision: Decision) -> str:
+    if decision.zone == READ_ONLY_ZONE:
+        return "read-only mode"
     if rule is None:
         return "fallback"
     verdict = "allow" if rule.allowed else "deny"

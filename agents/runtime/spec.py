@@ -52,6 +52,8 @@ class RuntimeSpec:
     # choice when it made one, else the profile's.
     model_name: str = ""
     thinking: str = ""
+    # Only read-only tools run (the conversation's toggle).
+    read_only: bool = False
     # The conversation's title and cumulative usage as loaded (for the run's first frames).
     title: str = ""
     usage: TokenUsage = field(default_factory=TokenUsage)
@@ -116,6 +118,7 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         instructions=config.instructions,
         model_name=model_name,
         thinking=conversation.thinking or profile.thinking,
+        read_only=conversation.read_only,
         title=conversation.title,
         usage=TokenUsage(
             conversation.usage_prompt, conversation.usage_completion, conversation.usage_total

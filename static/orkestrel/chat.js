@@ -542,17 +542,24 @@ async function apiWrite(method, path, body) {
 }
 
 if (modelForm) {
-  // What is stored: a refused choice puts the select back.
-  const chosen = new Map([...modelForm.elements].map((select) => [select.name, select.value]));
+  // What is stored: a refused choice puts the control back.
+  const valueOf = (control) => (control.type === "checkbox" ? control.checked : control.value);
+  const chosen = new Map([...modelForm.elements].map((control) => [control.name, valueOf(control)]));
   modelForm.addEventListener("change", async (event) => {
-    const select = event.target;
+    const control = event.target;
+    const value = valueOf(control);
     try {
-      await apiWrite("PATCH", "", { [select.name]: select.value });
-      chosen.set(select.name, select.value);
-      const label = select.selectedOptions[0]?.textContent || select.value;
-      notify(`The next answers use ${select.name === "model" ? "the model" : "thinking"}: ${label}.`, "info");
+      await apiWrite("PATCH", "", { [control.name]: value });
+      chosen.set(control.name, value);
+      if (control.type === "checkbox") {
+        notify(value ? "Read-only: tools may read, not write." : "Tools may write again.", "info");
+      } else {
+        const label = control.selectedOptions[0]?.textContent || control.value;
+        notify(`The next answers use ${control.name === "model" ? "the model" : "thinking"}: ${label}.`, "info");
+      }
     } catch (error) {
-      select.value = chosen.get(select.name) || "";
+      if (control.type === "checkbox") control.checked = chosen.get(control.name);
+      else control.value = chosen.get(control.name) || "";
       notify(error.message);
     }
   });

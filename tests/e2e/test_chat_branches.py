@@ -41,8 +41,11 @@ def test_choosing_the_thinking_level_sticks_and_a_refused_model_is_put_back(
     new_chat(alice, "Models")
     alice.get_by_test_id("thinking-select").select_option("high")
     expect(alice.get_by_test_id("notice").last).to_contain_text("high")
+    alice.get_by_test_id("read-only").check()
+    expect(alice.get_by_test_id("notice").last).to_contain_text("Read-only")
     alice.reload()
     expect(alice.get_by_test_id("thinking-select")).to_have_value("high")
+    expect(alice.get_by_test_id("read-only")).to_be_checked()
     # An option the server does not offer (as a stale page could hold): refused, put back.
     alice.evaluate(
         """() => {
