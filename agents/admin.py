@@ -6,7 +6,7 @@ No secret is ever displayed: endpoints show whether their key variable is set, n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.contrib import admin, messages
@@ -35,6 +35,7 @@ from .models import (
     bump_config_revision,
 )
 from .models.keys import ApiKeyQuerySet
+from .sandbox import Sandbox, detect_sandbox
 
 JSON_OVERRIDES: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
     models.JSONField: {"form_class": PrettyJSONField}
@@ -81,9 +82,11 @@ class ToolAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "enabled", "safe", "timeout", "summary", "parameter_list"]
     list_filter = ["kind", "enabled", "safe"]
     list_editable = ["enabled"]
-    search_fields = ["name", "summary", "description"]
-    readonly_fields = ["created", "updated"]
+    search_fields = ["name", "summary", "description", "program"]
+    readonly_fields = ["sandbox_status", "created", "updated"]
     formfield_overrides = JSON_OVERRIDES
+    # What confines command tools here (tests seat a machine without a sandbox).
+    sandbox: Callable[[], Sandbox] = staticmethod(detect_sandbox)
     fieldsets = [
         (None, {"fields": ["name", "kind", "enabled", "safe", "timeout"]}),
         ("Description", {"fields": ["summary", "description", "parameters"]}),
@@ -98,12 +101,70 @@ class ToolAdmin(admin.ModelAdmin):
                 ]
             },
         ),
+        (
+            "Command",
+            {
+                "fields": [
+                    "program",
+                    "argv",
+                    "workdir",
+                    "output_limit",
+                    "allow_network",
+                    "sandbox_status",
+                ]
+            },
+        ),
         ("History", {"fields": ["created", "updated"]}),
     ]
 
     @admin.display(description="parameters")
     def parameter_list(self, tool: Tool) -> str:
         return ", ".join(tool.parameter_names()) or "none"
+
+    @admin.display(description="sandbox")
+    def sandbox_status(self, tool: Tool | None) -> str:
+        sandbox = self.sandbox()
+        if sandbox.available:
+            return f"{sandbox.description}: command tools run confined"
+        return (
+            f"none ({sandbox.description}): command tools that are not safe are refused; "
+            "safe ones run unconfined"
+        )
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if request.method == "GET":
+            refused = Tool.objects.filter(kind=Tool.Kind.COMMAND, enabled=True, safe=False)
+            names = list(refused.values_list("name", flat=True)[:20])
+            if names:
+                self._warn_without_sandbox(request, ", ".join(names))
+        return super().changelist_view(request, extra_context)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        if request.method == "GET":
+            tool = self.get_object(request, unquote(object_id))
+            if tool is not None and tool.kind == Tool.Kind.COMMAND and not tool.safe:
+                self._warn_without_sandbox(request, tool.name)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _warn_without_sandbox(self, request: HttpRequest, names: str) -> None:
+        """Say that command tools that write will be refused, where there is no sandbox."""
+        sandbox = self.sandbox()
+        if sandbox.available:
+            return
+        messages.warning(
+            request,
+            f"No OS sandbox on this server ({sandbox.description}). Command tools that are "
+            f"not safe run only under one, so calls to {names} are refused; mark a tool safe "
+            "only if it changes nothing.",
+        )
 
 
 class AuthorityRuleInline(admin.TabularInline):

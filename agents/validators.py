@@ -20,8 +20,13 @@ import jsonschema
 from django.conf import ENVIRONMENT_VARIABLE, settings
 from django.core.exceptions import ValidationError
 
+from .sandbox import COMMAND_PATH, hidden_roots, resolve_program
+
 __all__ = [
     "DEFAULT_KEY_VARIABLES",
+    "MAX_ARGV",
+    "MAX_COMMAND_TIMEOUT",
+    "MAX_OUTPUT_LIMIT",
     "ENV_NAME_PATTERN",
     "PROJECT_VARIABLES",
     "TOOL_NAME_PATTERN",
@@ -33,12 +38,17 @@ __all__ = [
     "template_origin_problem",
     "template_placeholders",
     "validate_env_name",
+    "validate_argv",
+    "validate_argv_placeholders",
+    "validate_command_timeout",
     "validate_glob",
     "validate_header_env",
     "validate_key_variable",
     "validate_name_list",
+    "validate_output_limit",
     "validate_parameters_schema",
     "validate_positive",
+    "validate_program",
     "validate_tool_name",
     "validate_url_template",
 ]
@@ -327,3 +337,129 @@ def validate_glob(value: str) -> None:
         raise ValidationError(
             "Not a valid pattern: %(message)s", code="invalid", params={"message": str(error)}
         ) from error
+
+
+# Bounds of a command tool: its arguments, its output kept, its time. The error codes below
+# are none of the form fields' own ("invalid", "max_value"): the admin's form would show its
+# generic message instead of these.
+MAX_ARGV = 256
+MAX_OUTPUT_LIMIT = 10_000_000
+MAX_COMMAND_TIMEOUT = 3600.0
+
+
+def _hidden_root(path: str) -> str | None:
+    """The directory a sandboxed command cannot see that holds ``path``, if one does."""
+    real = os.path.realpath(path)
+    for root in hidden_roots([settings.BASE_DIR]):
+        for candidate in {path, real}:
+            if os.path.commonpath([candidate, root]) == root:
+                return root
+    return None
+
+
+def validate_program(value: str) -> None:
+    """A command tool's program: an absolute path, or a name on ``COMMAND_PATH``, that runs.
+
+    It must exist and be executable on this server, outside the directories a sandboxed
+    command cannot see (the project, the temporary directories).
+    """
+    if not value or value != value.strip() or "\x00" in value:
+        raise ValidationError(
+            "Enter an absolute path (/usr/bin/grep) or a program name (grep), without "
+            "surrounding spaces.",
+            code="program",
+        )
+    if not os.path.isabs(value) and "/" in value:
+        raise ValidationError(
+            "Enter an absolute path (/usr/bin/grep) or a bare program name looked up on the "
+            "PATH (grep), not a relative path.",
+            code="relative",
+        )
+    resolved = resolve_program(value)
+    if resolved is None:
+        if os.path.isabs(value):
+            raise ValidationError(
+                "No executable file at %(path)s on this server.",
+                code="missing",
+                params={"path": value},
+            )
+        raise ValidationError(
+            "No program %(name)r on the commands' PATH (%(path)s): install it or enter its "
+            "absolute path.",
+            code="missing",
+            params={"name": value, "path": COMMAND_PATH},
+        )
+    root = _hidden_root(resolved)
+    if root is not None:
+        raise ValidationError(
+            "%(path)s is inside %(root)s, which command tools cannot see: install the program "
+            "elsewhere.",
+            code="hidden",
+            params={"path": resolved, "root": root},
+        )
+
+
+def validate_argv(value: Any) -> None:
+    """A command tool's argument template: a JSON list of strings with bare ``{name}``s."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValidationError(
+            'Enter a JSON list of strings, one per argument, e.g. ["-n", "{pattern}", "--", '
+            '"{path}"].',
+            code="not_list",
+        )
+    if len(value) > MAX_ARGV:
+        raise ValidationError(
+            "At most %(limit)d arguments.", code="too_many", params={"limit": MAX_ARGV}
+        )
+    for item in value:
+        if "\x00" in item:
+            raise ValidationError("An argument contains a NUL character.", code="nul")
+        try:
+            fields = list(string.Formatter().parse(item))
+        except ValueError as error:
+            raise ValidationError(
+                "Malformed argument %(item)r: %(message)s (write {{ and }} for literal braces).",
+                code="malformed",
+                params={"item": item, "message": str(error)},
+            ) from error
+        for _literal, name, spec, conversion in fields:
+            if name is not None and (not name.isidentifier() or spec or conversion):
+                raise ValidationError(
+                    "Placeholder {%(name)s} in %(item)r must be a bare parameter name, such as "
+                    "{path}.",
+                    code="placeholder",
+                    params={"name": name, "item": item},
+                )
+
+
+def validate_argv_placeholders(value: Iterable[str], parameters: Iterable[str]) -> None:
+    """Every ``{name}`` of an argument template is one of the tool's parameters."""
+    known = set(parameters)
+    for item in value:
+        for _literal, name, _spec, _conversion in string.Formatter().parse(item):
+            if name is not None and name not in known:
+                raise ValidationError(
+                    "Placeholder {%(name)s} is not one of the tool's parameters.",
+                    code="unknown_placeholder",
+                    params={"name": name},
+                )
+
+
+def validate_output_limit(value: int) -> None:
+    """How many bytes of a command's output are kept: 1 to ``MAX_OUTPUT_LIMIT``."""
+    if value is None or not 1 <= value <= MAX_OUTPUT_LIMIT:
+        raise ValidationError(
+            "Enter a number of bytes from 1 to %(limit)d.",
+            code="output_limit",
+            params={"limit": MAX_OUTPUT_LIMIT},
+        )
+
+
+def validate_command_timeout(value: float) -> None:
+    """A command tool's timeout: at most ``MAX_COMMAND_TIMEOUT`` seconds."""
+    if value is not None and value > MAX_COMMAND_TIMEOUT:
+        raise ValidationError(
+            "A command may run for at most %(limit)g seconds.",
+            code="command_timeout",
+            params={"limit": MAX_COMMAND_TIMEOUT},
+        )

@@ -1,4 +1,4 @@
-"""Tools operators enable: built-ins by name, or HTTP tools they describe."""
+"""Tools operators enable: built-ins by name, or HTTP and command tools they describe."""
 
 from __future__ import annotations
 
@@ -8,20 +8,30 @@ from django.db.models import Q
 
 from ..validators import (
     default_parameters,
+    validate_argv,
+    validate_argv_placeholders,
+    validate_command_timeout,
     validate_header_env,
+    validate_output_limit,
     validate_parameters_schema,
     validate_positive,
+    validate_program,
     validate_tool_name,
     validate_url_template,
 )
 
 
 class Tool(models.Model):
-    """A tool agents may call: a built-in implemented in code, or an HTTP request."""
+    """A tool agents may call: a built-in implemented in code, an HTTP request or a command."""
 
     class Kind(models.TextChoices):
         BUILTIN = "builtin", "Built-in"
         HTTP = "http", "HTTP request"
+        COMMAND = "command", "Command"
+
+    class Workdir(models.TextChoices):
+        SCRATCH = "scratch", "An empty scratch folder"
+        WORKSPACE = "workspace", "A copy of the conversation's workspace"
 
     class Method(models.TextChoices):
         GET = "GET", "GET"
@@ -68,6 +78,44 @@ class Tool(models.Model):
         help_text="For HTTP tools: follow a redirect to another scheme, host or port (sent "
         "without the header variables). Off: only same-origin redirects are followed.",
     )
+    program = models.CharField(
+        "program",
+        max_length=500,
+        blank=True,
+        validators=[validate_program],
+        help_text="For command tools: an absolute path (/usr/bin/grep) or a name looked up on "
+        "/usr/local/bin:/usr/bin:/bin (grep). It runs directly, never through a shell.",
+    )
+    argv = models.JSONField(
+        "arguments",
+        default=list,
+        blank=True,
+        validators=[validate_argv],
+        help_text='For command tools: a JSON list, one string per argument, e.g. ["-n", '
+        '"{pattern}", "--", "{path}"]. A {name} is filled with that parameter\'s value, which '
+        "stays inside its one argument; an argument whose parameter is absent is left out.",
+    )
+    workdir = models.CharField(
+        "working directory",
+        max_length=16,
+        choices=Workdir.choices,
+        default=Workdir.SCRATCH,
+        help_text="For command tools. Files a tool that is not safe creates, changes or deletes "
+        "in a copy of the workspace come back into the workspace (text files).",
+    )
+    output_limit = models.PositiveIntegerField(
+        "output limit (bytes)",
+        default=65536,
+        validators=[validate_output_limit],
+        help_text="For command tools: the standard output and error kept, together; the rest is "
+        "cut and the result says so.",
+    )
+    allow_network = models.BooleanField(
+        "may use the network",
+        default=False,
+        help_text="For command tools: off, the sandbox gives the command no network at all "
+        "(loopback included).",
+    )
     created = models.DateTimeField("created", auto_now_add=True)
     updated = models.DateTimeField("updated", auto_now=True)
 
@@ -77,11 +125,19 @@ class Tool(models.Model):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(kind__in=["builtin", "http"]), name="agents_tool_kind_valid"
+                condition=Q(kind__in=["builtin", "http", "command"]),
+                name="agents_tool_kind_valid",
             ),
             models.CheckConstraint(
-                condition=Q(kind="builtin") | ~Q(url_template=""),
+                condition=~Q(kind="http") | ~Q(url_template=""),
                 name="agents_tool_http_needs_url",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="command") | ~Q(program=""),
+                name="agents_tool_command_needs_program",
+            ),
+            models.CheckConstraint(
+                condition=Q(output_limit__gt=0), name="agents_tool_output_limit_positive"
             ),
             models.CheckConstraint(condition=Q(timeout__gt=0), name="agents_tool_timeout_positive"),
         ]
@@ -98,18 +154,51 @@ class Tool(models.Model):
 
     def clean(self) -> None:
         super().clean()
+        # A cleared JSON box means "none", not null.
+        if self.header_env is None:
+            self.header_env = {}
+        if self.argv is None:
+            self.argv = []
+        errors: dict[str, list[ValidationError] | str] = {}
         if self.kind != self.Kind.HTTP:
-            errors = {}
             if self.url_template:
                 errors["url_template"] = "Only HTTP tools take a URL template."
             if self.header_env:
                 errors["header_env"] = "Only HTTP tools take header variables."
-            if errors:
-                raise ValidationError(errors)
-            return
+        if self.kind != self.Kind.COMMAND:
+            if self.program:
+                errors["program"] = "Only command tools take a program."
+            if self.argv:
+                errors["argv"] = "Only command tools take arguments."
+        if self.kind == self.Kind.HTTP:
+            errors.update(self._http_errors())
+        elif self.kind == self.Kind.COMMAND:
+            errors.update(self._command_errors())
+        if errors:
+            raise ValidationError(errors)
+
+    def _http_errors(self) -> dict[str, list[ValidationError] | str]:
         if not self.url_template:
-            raise ValidationError({"url_template": "HTTP tools need a URL template."})
+            return {"url_template": "HTTP tools need a URL template."}
         try:
             validate_url_template(self.url_template, self.parameter_names())
         except ValidationError as error:
-            raise ValidationError({"url_template": error.error_list}) from error
+            return {"url_template": error.error_list}
+        return {}
+
+    def _command_errors(self) -> dict[str, list[ValidationError] | str]:
+        errors: dict[str, list[ValidationError] | str] = {}
+        if not self.program:
+            errors["program"] = "Command tools need a program."
+        if isinstance(self.argv, list) and all(isinstance(item, str) for item in self.argv):
+            try:
+                validate_argv_placeholders(self.argv, self.parameter_names())
+            except ValidationError as error:
+                errors["argv"] = error.error_list
+            except ValueError:
+                pass  # malformed: the field's own validator said so
+        try:
+            validate_command_timeout(self.timeout)
+        except ValidationError as error:
+            errors["timeout"] = error.error_list
+        return errors

@@ -1,9 +1,11 @@
 """Turn enabled ``agents.Tool`` rows into the kit ``ToolManager`` a run's agent calls.
 
 A ``builtin`` row names a factory in the ``ToolRegistry``; an ``http`` row becomes an
-operator-defined HTTP tool. Every tool is guarded (argument schema, the row's timeout). What
-the operator wrote on the row (description, summary, parameters, safe) wins over a built-in's
-defaults; a row left at its defaults keeps the built-in's own.
+operator-defined HTTP tool, a ``command`` row an operator-defined command. Every tool is
+guarded (argument schema, the row's timeout; a command bounds its own time, so its guard's
+deadline is a backstop behind it). What the operator wrote on the row (description, summary,
+parameters, safe) wins over a built-in's defaults; a row left at its defaults keeps the
+built-in's own.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from orkestrel.core import Tool, ToolManager, create_tool
 from ..models import Tool as ToolRow
 from ..validators import default_parameters
 from .arguments import guard_tool
+from .command_tools import build_command_tool, guard_timeout
 from .http_tools import build_http_tool
 from .registry import BuiltinTool, ToolContext, ToolRegistry, builtin_tools
 
@@ -50,6 +53,7 @@ def build_tool(
     """The guarded kit ``Tool`` for one row, or ``None`` (disabled, unknown built-in, broken)."""
     if not row.enabled:
         return None
+    timeout = row.timeout
     if row.kind == ToolRow.Kind.BUILTIN:
         entry = registry.get(row.name)
         if entry is None:
@@ -58,11 +62,14 @@ def build_tool(
         tool = _builtin(row, entry, context)
     elif row.kind == ToolRow.Kind.HTTP:
         tool = build_http_tool(row)
+    elif row.kind == ToolRow.Kind.COMMAND:
+        tool = build_command_tool(row, context)
+        timeout = guard_timeout(row.timeout)
     else:
         logger.warning("tool %r has unknown kind %r; skipped", row.name, row.kind)
         return None
     try:
-        return guard_tool(tool, timeout=row.timeout)
+        return guard_tool(tool, timeout=timeout)
     except (SchemaError, ValueError) as error:
         logger.warning("tool %r is misconfigured (%s); skipped", row.name, error)
         return None

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import html
+import json
+
 import pytest
 from django.urls import reverse
 
+from agents.admin import ToolAdmin
 from agents.models import (
     AgentProfile,
     AuthorityPolicy,
@@ -14,6 +18,7 @@ from agents.models import (
     Scope,
     Tool,
 )
+from agents.sandbox import Sandbox
 
 pytestmark = pytest.mark.django_db
 
@@ -394,3 +399,129 @@ def test_http_tool_form_reports_an_unknown_placeholder(admin_client):
     assert response.status_code == 200
     assert "Placeholder {item} is not one of the tool" in response.content.decode()
     assert not Tool.objects.exists()
+
+
+# -- command tools --
+
+
+def command_form(**overrides: object) -> dict[str, object]:
+    """The Tool add form for a valid command tool; an override of ``None`` leaves a box out."""
+    data: dict[str, object] = {
+        "name": "grep_notes",
+        "kind": "command",
+        "enabled": "on",
+        "timeout": "10",
+        "summary": "",
+        "description": "Search the notes.",
+        "parameters": json.dumps({"type": "object", "properties": {"pattern": {"type": "string"}}}),
+        "http_method": "GET",
+        "url_template": "",
+        "header_env": "{}",
+        "program": "grep",
+        "argv": '["-rn", "--", "{pattern}", "."]',
+        "workdir": "workspace",
+        "output_limit": "65536",
+    }
+    data.update(overrides)
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def test_a_command_tool_is_added_from_the_admin(admin_client):
+    response = admin_client.post(admin_url(Tool, "add"), command_form(allow_network="on"))
+    assert response.status_code == 302
+    tool = Tool.objects.get(name="grep_notes")
+    assert (tool.kind, tool.program, tool.workdir) == ("command", "grep", "workspace")
+    assert tool.argv == ["-rn", "--", "{pattern}", "."]
+    assert tool.allow_network is True and tool.safe is False and tool.output_limit == 65536
+
+
+def executable(folder) -> str:
+    path = folder / "tool.sh"
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"program": ""}, "Command tools need a program."),
+        ({"program": "bin/grep"}, "a bare program name looked up on the PATH (grep), not a"),
+        (
+            {"program": "no-such-program-orkestrel"},
+            "No program 'no-such-program-orkestrel' on the commands' PATH "
+            "(/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)",
+        ),
+        ({"program": "/nonexistent/grep"}, "No executable file at /nonexistent/grep on this"),
+        ({"argv": '"-rn {pattern}"'}, "Enter a JSON list of strings, one per argument"),
+        ({"argv": '["{pattern!r}"]'}, "Placeholder {pattern} in '{pattern!r}' must be a bare"),
+        ({"argv": '["{missing}"]'}, "Placeholder {missing} is not one of the tool's parameters."),
+        ({"argv": '["{oops"]'}, "Malformed argument '{oops'"),
+        ({"output_limit": "0"}, "Enter a number of bytes from 1 to 10000000."),
+        ({"timeout": "7200"}, "A command may run for at most 3600 seconds."),
+        ({"workdir": "home"}, "Select a valid choice. home is not one of the available choices."),
+        ({"kind": "http", "url_template": "https://x.example/"}, "Only command tools take a"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else None,
+)
+def test_the_command_tool_form_explains_each_problem(admin_client, overrides, message):
+    response = admin_client.post(admin_url(Tool, "add"), command_form(**overrides))
+    assert response.status_code == 200
+    assert message in html.unescape(response.content.decode())
+    assert not Tool.objects.exists()
+
+
+def test_a_program_the_sandbox_cannot_see_is_refused(admin_client, tmp_path):
+    program = executable(tmp_path)  # under the temporary directory, private in the sandbox
+    response = admin_client.post(admin_url(Tool, "add"), command_form(program=program))
+    assert response.status_code == 200
+    assert "which command tools cannot see" in html.unescape(response.content.decode())
+
+
+@pytest.fixture
+def write_command(db) -> Tool:
+    return Tool.objects.create(
+        name="formatter", kind="command", program="sh", argv=["-c", "true"], workdir="workspace"
+    )
+
+
+def no_sandbox() -> Sandbox:
+    return Sandbox(False, "bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+
+
+def a_sandbox() -> Sandbox:
+    return Sandbox(True, "bubblewrap 0.8.0 (user namespace)")
+
+
+def page(admin_client, url: str) -> str:
+    """The page's text as a reader sees it (entities decoded)."""
+    return html.unescape(admin_client.get(url).content.decode())
+
+
+def test_without_a_sandbox_a_write_command_tool_page_and_the_list_warn(
+    admin_client, write_command, monkeypatch
+):
+    monkeypatch.setattr(ToolAdmin, "sandbox", staticmethod(no_sandbox))
+    warning = (
+        "No OS sandbox on this server (bubblewrap (bwrap) is not installed: apt-get install "
+        "bubblewrap). Command tools that are not safe run only under one, so calls to "
+        "formatter are refused"
+    )
+    change = page(admin_client, admin_url(Tool, "change", write_command.pk))
+    assert warning in change
+    assert "command tools that are not safe are refused; safe ones run unconfined" in change
+    assert warning in page(admin_client, admin_url(Tool, "changelist"))
+
+
+def test_a_safe_command_tool_or_a_machine_with_a_sandbox_gets_no_warning(
+    admin_client, write_command, monkeypatch
+):
+    monkeypatch.setattr(ToolAdmin, "sandbox", staticmethod(a_sandbox))
+    change = page(admin_client, admin_url(Tool, "change", write_command.pk))
+    assert "No OS sandbox" not in change
+    assert "bubblewrap 0.8.0 (user namespace): command tools run confined" in change
+    assert "No OS sandbox" not in page(admin_client, admin_url(Tool, "changelist"))
+    monkeypatch.setattr(ToolAdmin, "sandbox", staticmethod(no_sandbox))
+    Tool.objects.filter(pk=write_command.pk).update(safe=True)
+    assert "No OS sandbox" not in page(admin_client, admin_url(Tool, "change", write_command.pk))
+    assert "No OS sandbox" not in page(admin_client, admin_url(Tool, "changelist"))
