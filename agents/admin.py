@@ -305,11 +305,11 @@ class AgentProfileAdmin(admin.ModelAdmin):
         "authority_policy",
         "updated",
     ]
-    list_filter = ["enabled", "is_default", "thinking", "scope", "authority_policy"]
+    list_filter = ["enabled", "is_default", "read_only", "thinking", "scope", "authority_policy"]
     list_select_related = ["scope", "authority_policy"]
     search_fields = ["name", "slug", "model", "description"]
     prepopulated_fields = {"slug": ["name"]}
-    filter_horizontal = ["tools", "instructions"]
+    filter_horizontal = ["tools", "instructions", "users", "groups"]
     readonly_fields = ["created", "updated"]
     actions = ["make_default"]
     fieldsets = [
@@ -317,7 +317,11 @@ class AgentProfileAdmin(admin.ModelAdmin):
         ("Model", {"fields": ["model", "thinking", "system_prompt"]}),
         ("Bounds", {"fields": ["limit", "timeout", "token_budget"]}),
         ("Context", {"fields": ["context_window", "keep", "sections_cap"]}),
-        ("Capabilities", {"fields": ["tools", "instructions", "scope", "authority_policy"]}),
+        (
+            "Capabilities",
+            {"fields": ["tools", "instructions", "scope", "authority_policy", "read_only"]},
+        ),
+        ("Access", {"fields": ["users", "groups"]}),
         ("History", {"fields": ["created", "updated"]}),
     ]
 

@@ -463,3 +463,49 @@ def validate_command_timeout(value: float) -> None:
             code="command_timeout",
             params={"limit": MAX_COMMAND_TIMEOUT},
         )
+
+
+# Seed 004's reserved agent names: in any case, with look-alike letters and separators ignored.
+_RESERVED_NAMES = frozenset(
+    {"new", "all", "everyone", "user", "assistant", "system", "tool", "developer", "orkestrel"}
+)
+_AUTHORITY_WORDS = (
+    "user",
+    "admin",
+    "group",
+    "root",
+    "sudo",
+    "system",
+    "developer",
+    "owner",
+    "operator",
+    "supervisor",
+    "moderator",
+    "privilege",
+    "authority",
+)
+_LOOK_ALIKES = str.maketrans(
+    {
+        "0": "o",
+        "1": "i",
+        "3": "e",
+        "4": "a",
+        "5": "s",
+        "7": "t",
+        "@": "a",
+        "$": "s",
+        "!": "i",
+        "|": "l",
+    }
+)
+
+
+def validate_profile_name(value: str) -> None:
+    """Refuse a profile name or slug that reads as a privileged identity (seed 004)."""
+    folded = "".join(ch for ch in value.casefold().translate(_LOOK_ALIKES) if ch.isalnum())
+    if folded in _RESERVED_NAMES or any(word in folded for word in _AUTHORITY_WORDS):
+        raise ValidationError(
+            "This name reads as a privileged identity (admin, system, operator, user, …); "
+            "choose another.",
+            code="reserved",
+        )

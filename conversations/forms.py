@@ -40,12 +40,12 @@ class NewConversationForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": "Optional title"}),
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["profile"]
         assert isinstance(field, forms.ModelChoiceField)
-        field.queryset = enabled_profiles()
-        chosen = default_profile()
+        field.queryset = enabled_profiles(user)
+        chosen = default_profile(user)
         if chosen is not None:
             field.initial = chosen.pk
 

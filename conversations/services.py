@@ -96,21 +96,32 @@ def get_conversation(*, user: User, conversation_id: uuid.UUID | str) -> Convers
 # -- profiles --------------------------------------------------------------------------------
 
 
-def enabled_profiles() -> QuerySet[AgentProfile]:
-    """The profiles a user may pick, default first."""
-    return AgentProfile.objects.filter(enabled=True).order_by("-is_default", "name", "slug")
+def enabled_profiles(user: User | int | None) -> QuerySet[AgentProfile]:
+    """The enabled profiles ``user`` may use (operators decide, per user and group), default
+    first; ``None``: only the profiles open to everyone."""
+    user_id = user if isinstance(user, int) or user is None else user.pk
+    return (
+        AgentProfile.objects.filter(enabled=True)
+        .usable_by(user_id)
+        .order_by("-is_default", "name", "slug")
+    )
 
 
-def default_profile() -> AgentProfile | None:
-    """The default profile when enabled, else the first enabled one (as the runtime falls back)."""
-    return enabled_profiles().first()
+def default_profile(user: User | int | None) -> AgentProfile | None:
+    """The user's default profile: the default one when they may use it, else their first
+    (as the runtime falls back)."""
+    return enabled_profiles(user).first()
 
 
 def _effective_profile(conversation: Conversation) -> AgentProfile | None:
     profile = conversation.profile
-    if profile is not None and profile.enabled:
+    if (
+        profile is not None
+        and profile.enabled
+        and enabled_profiles(conversation.owner_id).filter(pk=profile.pk).exists()
+    ):
         return profile
-    return default_profile()
+    return default_profile(conversation.owner_id)
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -161,10 +172,10 @@ def create_conversation(
     owner = _require_user(user)
     chosen: AgentProfile | None
     if profile is None:
-        chosen = default_profile()
+        chosen = default_profile(owner)
     else:
         key = profile.pk if isinstance(profile, AgentProfile) else profile
-        chosen = enabled_profiles().filter(pk=key).first()
+        chosen = enabled_profiles(owner).filter(pk=key).first()
         if chosen is None:
             raise ValidationError({"profile": "Choose an enabled agent profile."})
     conversation = Conversation(
@@ -205,11 +216,11 @@ def fill_tool_results(conversation_id: str, results: Mapping[str, str], pending:
     return None
 
 
-def model_choices() -> list[str]:
-    """The ``<endpoint>/<model>`` a conversation may choose: every enabled profile's own model
-    and each model its endpoint lists, in profile order."""
+def model_choices(user: User | int | None) -> list[str]:
+    """The ``<endpoint>/<model>`` a conversation of ``user`` may choose: the model of every
+    profile they may use and each model its endpoint lists, in profile order."""
     choices: dict[str, None] = {}
-    profiles = list(enabled_profiles())
+    profiles = list(enabled_profiles(user))
     endpoints = {
         endpoint.name: endpoint
         for endpoint in ProviderEndpoint.objects.filter(
@@ -245,7 +256,7 @@ def choose_model(
     conversation = get_conversation(user=user, conversation_id=conversation_id)
     fields = []
     if model is not None:
-        if model and model not in model_choices():
+        if model and model not in model_choices(conversation.owner_id):
             raise ValidationError({"model": "Choose one of the models your profiles offer."})
         conversation.model = model
         fields.append("model")

@@ -120,7 +120,7 @@ def import_records(*, user: User, lines: list[str]) -> Conversation:
     slug = head.get("profile")
     profile: AgentProfile | None = None
     if isinstance(slug, str):
-        profile = enabled_profiles().filter(slug=slug).first()
+        profile = enabled_profiles(user).filter(slug=slug).first()
     with transaction.atomic():
         conversation = create_conversation(user=user, profile=profile, title=title or "")
         snapshot = _snapshot(records, str(conversation.pk))

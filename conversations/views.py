@@ -61,14 +61,14 @@ def _list_page(
 @require_GET
 def conversation_list(request: HttpRequest) -> HttpResponse:
     """The user's conversations, newest first, with search and a "new conversation" form."""
-    return _list_page(request, NewConversationForm())
+    return _list_page(request, NewConversationForm(user=request.user))
 
 
 @login_required
 @require_POST
 def conversation_create(request: HttpRequest) -> HttpResponse:
     """Start a conversation and open it."""
-    form = NewConversationForm(request.POST)
+    form = NewConversationForm(request.POST, user=request.user)
     if form.is_valid():
         try:
             conversation = create_conversation(
@@ -135,7 +135,7 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         "max_text_bytes": MAX_TEXT_BYTES,
         "max_image_bytes": max_image_bytes(),
         "max_message_chars": getattr(settings, "ORKESTREL", {}).get("MAX_MESSAGE_CHARS", 100_000),
-        "model_choices": model_choices(),
+        "model_choices": model_choices(request.user.pk),
         "thinking_levels": THINKING_LEVELS,
     }
     return render(request, "conversations/chat.html", context)

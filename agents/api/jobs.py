@@ -32,7 +32,7 @@ from rest_framework.routers import SimpleRouter
 from conversations.services import default_profile, enabled_profiles
 
 from ..jobs import JobRequest, JobSettled, job_service
-from ..models import AgentJob
+from ..models import AgentJob, AgentProfile
 from .base import JsonErrors, user_id
 from .errors import Conflict
 from .serializers import UsageSerializer
@@ -96,6 +96,14 @@ class JobMessageSerializer(serializers.Serializer[Any]):
         return value
 
 
+class UsableProfileField(serializers.SlugRelatedField[AgentProfile]):
+    """A profile slug among those the requesting user may use."""
+
+    def get_queryset(self) -> QuerySet[AgentProfile]:
+        request = self.context.get("request")
+        return enabled_profiles(request.user.pk if request is not None else None)
+
+
 class JobCreateSerializer(serializers.Serializer[Any]):
     """A job: a profile, the input messages, an optional system prompt and run options.
 
@@ -103,9 +111,8 @@ class JobCreateSerializer(serializers.Serializer[Any]):
     token budget. ``system`` is added after the profile's system prompt.
     """
 
-    profile = serializers.SlugRelatedField(
+    profile = UsableProfileField(
         slug_field="slug",
-        queryset=enabled_profiles(),
         required=False,
         help_text="An enabled profile's slug (the default profile when omitted).",
         error_messages={"does_not_exist": "No enabled agent profile is named {value}."},
@@ -153,7 +160,8 @@ class JobCreateSerializer(serializers.Serializer[Any]):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("profile") is None:
-            profile = default_profile()
+            request = self.context.get("request")
+            profile = default_profile(request.user.pk if request is not None else None)
             if profile is None:
                 raise serializers.ValidationError(
                     {"profile": ["No enabled agent profile; an operator must create one."]}
@@ -289,7 +297,7 @@ class JobViewSet(JsonErrors, viewsets.GenericViewSet[AgentJob]):
         },
     )
     def create(self, request: Request) -> Response:
-        serializer = JobCreateSerializer(data=request.data)
+        serializer = JobCreateSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         job = async_to_sync(job_service.enqueue)(
             user_id=user_id(request), request=JobRequest(**serializer.validated_data)

@@ -26,4 +26,4 @@ class ProfileViewSet(JsonErrors, mixins.ListModelMixin, viewsets.GenericViewSet[
     pagination_class = BySlug
 
     def get_queryset(self) -> QuerySet[AgentProfile]:
-        return enabled_profiles()
+        return enabled_profiles(self.request.user.pk)

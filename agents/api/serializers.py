@@ -39,6 +39,7 @@ class ProfileSerializer(serializers.ModelSerializer[AgentProfile]):
             "token_budget",
             "context_window",
             "thinking",
+            "read_only",
             "is_default",
         ]
         read_only_fields = fields

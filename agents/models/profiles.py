@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from ..validators import (
     validate_positive,
+    validate_profile_name,
 )
 from .authority import AuthorityPolicy
 from .context import Instruction, Scope
@@ -16,8 +19,24 @@ from .endpoints import ProviderEndpoint
 from .tools import Tool
 
 
+class AgentProfileQuerySet(models.QuerySet["AgentProfile"]):
+    def usable_by(self, user_id: int | None) -> AgentProfileQuerySet:
+        """The profiles ``user_id`` may use: open ones (no users, no groups) and those naming
+        the user or one of the user's groups."""
+        users = AgentProfile.users.through.objects.filter(agentprofile_id=OuterRef("pk"))
+        groups = AgentProfile.groups.through.objects.filter(agentprofile_id=OuterRef("pk"))
+        usable = ~Exists(users) & ~Exists(groups)
+        if user_id is not None:
+            usable |= Exists(users.filter(user_id=user_id)) | Exists(
+                groups.filter(group__user=user_id)
+            )
+        return self.filter(usable)
+
+
 class AgentProfile(models.Model):
     """A configured agent: prompt, ``<endpoint>/<model>``, bounds, tools, scope and authority."""
+
+    objects = AgentProfileQuerySet.as_manager()
 
     class Thinking(models.TextChoices):
         DEFAULT = "", "Provider default"
@@ -28,8 +47,8 @@ class AgentProfile(models.Model):
         XHIGH = "xhigh", "Extra high"
         MAX = "max", "Maximum"
 
-    slug = models.SlugField("slug", max_length=64, unique=True)
-    name = models.CharField("name", max_length=100)
+    slug = models.SlugField("slug", max_length=64, unique=True, validators=[validate_profile_name])
+    name = models.CharField("name", max_length=100, validators=[validate_profile_name])
     description = models.TextField("description", blank=True)
     system_prompt = models.TextField("system prompt", blank=True)
     model = models.CharField(
@@ -85,6 +104,26 @@ class AgentProfile(models.Model):
     )
     instructions = models.ManyToManyField(
         Instruction, blank=True, related_name="profiles", verbose_name="instructions"
+    )
+    read_only = models.BooleanField(
+        "read-only",
+        default=False,
+        help_text="Only read-only (safe) tools run in its conversations; writes are refused.",
+    )
+    # Who may use it: everyone when both are empty.
+    users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="agent_profiles",
+        verbose_name="users",
+        help_text="Users who may use it, besides the groups' members; none of either: everyone.",
+    )
+    groups = models.ManyToManyField(
+        Group,
+        blank=True,
+        related_name="agent_profiles",
+        verbose_name="groups",
+        help_text="Groups whose members may use this profile.",
     )
     enabled = models.BooleanField("enabled", default=True)
     is_default = models.BooleanField("default profile", default=False)

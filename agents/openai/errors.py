@@ -13,6 +13,8 @@ __all__ = [
     "bad_request",
     "error_body",
     "error_response",
+    "model_forbidden",
+    "model_not_found",
     "not_found",
 ]
 
@@ -38,6 +40,25 @@ def bad_request(message: str, param: str | None = None, code: str | None = None)
 
 def not_found(message: str, param: str | None = None, code: str | None = None) -> OpenAIError:
     return OpenAIError(404, message, param=param, code=code)
+
+
+def model_not_found(model: str) -> OpenAIError:
+    return not_found(
+        f"The model '{model}' does not exist or you do not have access to it.",
+        "model",
+        "model_not_found",
+    )
+
+
+def model_forbidden(model: str) -> OpenAIError:
+    """A profile operators have not opened to this user (``403``, as OpenAI's SDKs expect)."""
+    return OpenAIError(
+        403,
+        f"You do not have access to the model '{model}'.",
+        type="permission_error",
+        param="model",
+        code="model_not_allowed",
+    )
 
 
 def error_body(error: OpenAIError) -> dict[str, object]:

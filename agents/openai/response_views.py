@@ -23,6 +23,7 @@ from conversations.services import enabled_profiles
 from orkestrel.db import in_thread
 from orkestrel.protocol import Limits
 
+from ..models import AgentProfile
 from ..runs import run_service
 from .access import Caller, authenticate
 from .endpoint import (
@@ -35,7 +36,7 @@ from .endpoint import (
     json_response,
     openai_view,
 )
-from .errors import bad_request, not_found
+from .errors import bad_request, model_forbidden, model_not_found, not_found
 from .outcome import Outcome
 from .responses import ResponseWriter
 from .responses_request import ResponsesRequest, parse_responses_request
@@ -45,12 +46,10 @@ __all__ = ["create_response", "response_detail"]
 
 
 def _continued(user_id: int, model: str, previous: str) -> str:
-    if not enabled_profiles().filter(slug=model).exists():
-        raise not_found(
-            f"The model '{model}' does not exist or you do not have access to it.",
-            "model",
-            "model_not_found",
-        )
+    if not enabled_profiles(user_id).filter(slug=model).exists():
+        if AgentProfile.objects.filter(slug=model, enabled=True).exists():
+            raise model_forbidden(model)
+        raise model_not_found(model)
     try:
         return continued_conversation(user_id, previous)
     except NotLatest:

@@ -15,6 +15,7 @@ from orkestrel.core import Message
 from ..runs import TITLE_LENGTH, ConversationSeed, RunHandle, run_service
 from ..runs.errors import (
     Busy,
+    ProfileForbidden,
     StartFailed,
     ToolClash,
     TooManyRuns,
@@ -23,7 +24,7 @@ from ..runs.errors import (
 )
 from ..runtime.overrides import RunOverrides
 from .access import Caller
-from .errors import OpenAIError, bad_request, not_found
+from .errors import OpenAIError, bad_request, model_forbidden, model_not_found
 
 __all__ = ["start_run", "title_of"]
 
@@ -69,11 +70,9 @@ async def start_run(
             results=results,
         )
     except UnknownProfile:
-        raise not_found(
-            f"The model '{model}' does not exist or you do not have access to it.",
-            "model",
-            "model_not_found",
-        ) from None
+        raise model_not_found(model) from None
+    except ProfileForbidden:
+        raise model_forbidden(model) from None
     except ToolClash as error:
         raise bad_request(
             f"Tool names clash with the agent's own tools: {', '.join(error.names)}.",

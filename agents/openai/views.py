@@ -45,26 +45,26 @@ def _model(profile: AgentProfile) -> dict[str, Any]:
     }
 
 
-def _models() -> list[dict[str, Any]]:
-    return [_model(profile) for profile in enabled_profiles()]
+def _models(user_id: int) -> list[dict[str, Any]]:
+    return [_model(profile) for profile in enabled_profiles(user_id)]
 
 
-def _find(slug: str) -> dict[str, Any] | None:
-    profile = enabled_profiles().filter(slug=slug).first()
+def _find(user_id: int, slug: str) -> dict[str, Any] | None:
+    profile = enabled_profiles(user_id).filter(slug=slug).first()
     return _model(profile) if profile is not None else None
 
 
 @openai_view("GET")
 async def model_list(request: HttpRequest) -> HttpResponseBase:
     """The agent profiles the key's user may use, as models (``id`` is the slug)."""
-    await authenticate(request)
-    return json_response({"object": "list", "data": await in_thread(_models)()})
+    caller = await authenticate(request)
+    return json_response({"object": "list", "data": await in_thread(_models)(caller.user_id)})
 
 
 @openai_view("GET")
 async def model_detail(request: HttpRequest, model: str) -> HttpResponseBase:
-    await authenticate(request)
-    found = await in_thread(_find)(model)
+    caller = await authenticate(request)
+    found = await in_thread(_find)(caller.user_id, model)
     if found is None:
         raise not_found(f"The model '{model}' does not exist.", "model", "model_not_found")
     return json_response(found)

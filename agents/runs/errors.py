@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "Busy",
     "NothingToContinue",
+    "ProfileForbidden",
     "StartFailed",
     "ToolClash",
     "TooManyRuns",
@@ -50,3 +51,7 @@ class UnknownToolCall(LookupError):
 
 class NothingToContinue(ValueError):
     """``/continue`` (or an empty message) on a conversation with nothing to answer yet."""
+
+
+class ProfileForbidden(PermissionError):
+    """The profile exists, but operators have not given this user access to it."""

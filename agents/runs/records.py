@@ -31,6 +31,7 @@ from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec
 from .errors import (
     Busy,
     NothingToContinue,
+    ProfileForbidden,
     ToolClash,
     TooManyRuns,
     UnknownProfile,
@@ -270,11 +271,13 @@ def _name(conversation_id: str, content: str, title: str) -> str:
     return title
 
 
-def _profile_id(slug: str) -> int:
-    found = AgentProfile.objects.filter(slug=slug, enabled=True).values_list("pk", flat=True)
-    for pk in found[:1]:
-        return pk
-    raise UnknownProfile(f"no agent profile {slug!r}")
+def _profile_id(slug: str, user_id: int) -> int:
+    profile = AgentProfile.objects.filter(slug=slug, enabled=True).first()
+    if profile is None:
+        raise UnknownProfile(f"no agent profile {slug!r}")
+    if not AgentProfile.objects.filter(pk=profile.pk).usable_by(user_id).exists():
+        raise ProfileForbidden(f"you may not use the agent profile {slug!r}")
+    return profile.pk
 
 
 def prepare_run(
@@ -363,7 +366,7 @@ def _seed_run(
     stored, workspace_id = DjangoConversationStore(owner=user_id).create_sync(
         conversation_id,
         history,
-        profile_id=_profile_id(seed.profile),
+        profile_id=_profile_id(seed.profile, user_id),
         origin=seed.origin,
         title=title,
     )

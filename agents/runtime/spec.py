@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from conversations.models import Conversation
 from conversations.stores import DjangoConversationStore
@@ -59,13 +60,16 @@ class RuntimeSpec:
     usage: TokenUsage = field(default_factory=TokenUsage)
 
 
-def _profile_for(conversation: Conversation) -> AgentProfile:
+def _profile_for(conversation: Conversation, user_id: int) -> AgentProfile:
+    """The conversation's profile while enabled and the user may use it (``profile_usable``,
+    read with the conversation), else their default."""
     profile = conversation.profile
-    if profile is not None and profile.enabled:
+    if profile is not None and getattr(conversation, "profile_usable", False):
         return profile
-    fallback = AgentProfile.objects.filter(enabled=True).order_by("-is_default", "name").first()
+    usable = AgentProfile.objects.filter(enabled=True).usable_by(user_id)
+    fallback = usable.order_by("-is_default", "name").first()
     if fallback is None:
-        raise NoProfileError("no enabled agent profile; an operator must create one")
+        raise NoProfileError("no agent profile you may use is enabled; an operator must set one")
     return fallback
 
 
@@ -77,10 +81,17 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
     """Load the rows behind one conversation of ``user_id`` (``Conversation.DoesNotExist``)."""
     conversation = (
         Conversation.objects.select_related("profile")
-        .annotate(config_revision=config_revision_subquery())
+        .annotate(
+            config_revision=config_revision_subquery(),
+            profile_usable=Exists(
+                AgentProfile.objects.filter(pk=OuterRef("profile_id"), enabled=True).usable_by(
+                    user_id
+                )
+            ),
+        )
         .get(id=conversation_id, owner_id=user_id)
     )
-    profile = _profile_for(conversation)
+    profile = _profile_for(conversation, user_id)
     config = profile_config(profile, conversation.config_revision)
     endpoint, model_name = config.endpoint, profile.model_name
     if conversation.model:
@@ -118,7 +129,7 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         instructions=config.instructions,
         model_name=model_name,
         thinking=conversation.thinking or profile.thinking,
-        read_only=conversation.read_only,
+        read_only=conversation.read_only or profile.read_only,
         title=conversation.title,
         usage=TokenUsage(
             conversation.usage_prompt, conversation.usage_completion, conversation.usage_total

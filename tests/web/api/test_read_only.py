@@ -100,3 +100,11 @@ async def test_turning_read_only_off_lets_the_next_write_run(alice_key, chat, st
         return DjangoWorkspaceStore(owner=chat.owner).get_sync(str(workspace))["files"]
 
     assert [file["path"] for file in await files()] == ["notes.md"]
+
+
+async def test_a_read_only_profile_binds_every_conversation_on_it(alice_key, chat, stub):
+    await sync_to_async(AgentProfile.objects.filter(slug="editor").update)(read_only=True)
+    stub.enqueue(reply("openai", calls=[("c1", "workspace", WRITE)]), reply("openai", ["No."]))
+    assert await turn(alice_key, chat, "write it") == 200
+    sent = stub.requests[1].json()["messages"]
+    assert READ_ONLY_REFUSAL in next(m["content"] for m in sent if m["role"] == "tool")
