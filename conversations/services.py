@@ -66,6 +66,7 @@ class ConversationState(TypedDict):
     context: ContextPayload
     denials: dict[str, dict[str, str]]
     failures: list[str]
+    displays: dict[str, Any]
     earlier: int
 
 
@@ -470,6 +471,13 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             conversation=conversation, role=Message.Role.TOOL, outcome__kind="error"
         ).values_list("tool_call_id", flat=True)
     )
+    displays = {
+        call_id: outcome["display"]
+        for call_id, outcome in Message.objects.filter(
+            conversation=conversation, role=Message.Role.TOOL, outcome__has_key="display"
+        ).values_list("tool_call_id", "outcome")
+        if isinstance(outcome, dict)
+    }
     return {
         "conversation": {
             "id": str(conversation.pk),
@@ -494,5 +502,6 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         },
         "denials": denials,
         "failures": failures,
+        "displays": displays,
         "earlier": start,
     }

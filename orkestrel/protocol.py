@@ -234,6 +234,8 @@ class StateFrame:
     context: ContextPayload
     denials: dict[str, dict[str, str]]
     failures: list[str]
+    # What a tool showed the user (an edit's diff), by call id.
+    displays: dict[str, Any]
     run: RunSnapshot | None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -73,12 +74,15 @@ class ToolOutcome:
     """How a tool call ended, as data: what a transcript shows without reading the text.
 
     ``reason`` is a denial's reason; ``rule`` the index of the authority rule that denied
-    (``None``: the fallback decided). The model reads the tool message's text, not this.
+    (``None``: the fallback decided); ``display`` what the tool showed the user (an edit's diff),
+    kept with the call so a transcript shows it again. The model reads the tool message's text,
+    not this.
     """
 
     kind: ToolOutcomeKind
     reason: str | None = None
     rule: int | None = None
+    display: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind}
@@ -86,7 +90,18 @@ class ToolOutcome:
             data["reason"] = self.reason
         if self.rule is not None:
             data["rule"] = self.rule
+        if self.display is not None:
+            data["display"] = _plain(self.display)
         return data
+
+
+def _plain(value: Any) -> Any:
+    """``value`` if it is JSON, else its text: a snapshot must survive ``json.dumps``."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+    return value
 
 
 def to_outcome(value: ToolOutcome | Mapping[str, Any]) -> ToolOutcome:
@@ -102,7 +117,7 @@ def to_outcome(value: ToolOutcome | Mapping[str, Any]) -> ToolOutcome:
         raise TypeError("tool outcome reason must be a string")
     if rule is not None and (not isinstance(rule, int) or isinstance(rule, bool)):
         raise TypeError("tool outcome rule must be an integer")
-    return ToolOutcome(kind, reason, rule)
+    return ToolOutcome(kind, reason, rule, value.get("display"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +148,9 @@ class ToolResult:
             return self.denial
         if self.cancelled:
             return ToolOutcome("cancelled")
-        return ToolOutcome("error" if self.error is not None else "value")
+        if self.error is not None:
+            return ToolOutcome("error")
+        return ToolOutcome("value", display=self.display)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "name": self.name}

@@ -47,9 +47,8 @@ const REJECTED = new Set(["busy", "too_large", "invalid", "unknown_type", "no_pr
 const tracker = new RunTracker();
 let live = null; // the LiveRun being streamed, or null
 let connectedBefore = false;
-let denials = {};
+let notes = { denials: {}, failures: new Set(), displays: {} };
 // Ids of calls whose tool failed: their cards read as errors when re-rendered.
-let failures = new Set();
 const pending = new Map(); // nonce -> {li, content}: sent, not yet acknowledged by `started`
 
 // -- notices and status -------------------------------------------------------------------
@@ -168,15 +167,18 @@ function follow(wasNear) {
 }
 
 function renderState(state) {
-  denials = state.denials || {};
-  failures = new Set(state.failures || []);
+  notes = {
+    denials: state.denials || {},
+    failures: new Set(state.failures || []),
+    displays: state.displays || {},
+  };
   const nodes = [];
   for (const section of state.sections || []) {
-    nodes.push(renderSection(section, denials, failures, sectionUrl(section.id)));
+    nodes.push(renderSection(section, notes, sectionUrl(section.id)));
   }
   const messages = state.messages || [];
   if (state.earlier && messages.length) nodes.push(renderEarlier(state.earlier, earlierUrl(messages[0].id)));
-  for (const item of transcriptItems(messages, denials, failures)) {
+  for (const item of transcriptItems(messages, notes)) {
     nodes.push(renderMessage(item.message, item.tools));
   }
   transcript.replaceChildren(...nodes);
@@ -271,8 +273,10 @@ const handlers = {
   },
   tool(frame) {
     startLive(frame.run).tool(frame);
-    if (frame.denied && frame.call) denials[frame.call.id] = { reason: frame.reason, rule: frame.rule };
-    else if (frame.call && frame.result && frame.result.error != null) failures.add(frame.call.id);
+    const id = frame.call?.id;
+    if (frame.denied && id) notes.denials[id] = { reason: frame.reason, rule: frame.rule };
+    else if (id && frame.result && frame.result.error != null) notes.failures.add(id);
+    if (id && frame.display != null) notes.displays[id] = frame.display;
     const name = frame.call?.name || "";
     if (name === "workspace" || name.startsWith("workspace_")) workspace.refresh();
   },
@@ -297,7 +301,7 @@ const handlers = {
     for (const li of topItems()) if (folded.has(li.dataset.messageId)) li.remove();
     const sections = transcript.querySelectorAll(":scope > .compaction");
     const after = sections[sections.length - 1];
-    const node = renderSection(section, denials, failures);
+    const node = renderSection(section, notes);
     if (after) after.after(node);
     else transcript.prepend(node);
   },
@@ -485,7 +489,7 @@ transcript.addEventListener(
     details.dataset.state = "loading";
     try {
       const body = await fetchJson(details.dataset.src);
-      fillOriginals(list, body.messages || [], denials, failures);
+      fillOriginals(list, body.messages || [], notes);
       details.dataset.state = "loaded";
     } catch {
       delete details.dataset.state; // closing and opening again retries
@@ -508,7 +512,7 @@ transcript.addEventListener("click", async (event) => {
     const target = row.isConnected ? row : transcript.querySelector(":scope > .earlier");
     if (!target) return;
     const messages = page.messages || [];
-    const nodes = transcriptItems(messages, denials, failures).map((item) =>
+    const nodes = transcriptItems(messages, notes).map((item) =>
       renderMessage(item.message, item.tools),
     );
     target.after(...nodes);

@@ -84,6 +84,7 @@ export class LiveRun {
       denied: frame.denied,
       reason: frame.reason,
       rule: frame.rule,
+      display: frame.display,
     };
     let turn = this.current;
     if (!turn || turn.messageId) turn = this._turn();

@@ -86,6 +86,11 @@ export function fillToolCard(card, tool) {
     head.append(el("span", { className: "badge badge-error", "data-testid": "tool-failed", text: "error" }));
   }
   card.append(head);
+  if (tool.display !== undefined && tool.display !== null) {
+    // What the tool showed the user (an edit's diff): never sent to the model.
+    const text = typeof tool.display === "string" ? tool.display : prettyJson(tool.display);
+    card.append(el("pre", { className: "tool-display", "data-testid": "tool-display", text }));
+  }
   if (tool.denied) {
     const reason = el("p", { className: "tool-reason", text: tool.reason || "Denied by the authority policy." });
     if (tool.rule) reason.append(" ", el("span", { className: "tool-rule", text: `(rule: ${tool.rule})` }));
@@ -157,7 +162,12 @@ export function forkButton(messageId) {
 }
 
 /** Group messages as the server does: tool results go inside their call's card. */
-export function transcriptItems(messages, denials = {}, failures = new Set()) {
+/** What the transcript knows of tool calls beyond their messages: denials (call id →
+ * `{reason, rule}`), failures (a Set of call ids) and displays (call id → what the tool showed). */
+export const NO_NOTES = Object.freeze({ denials: {}, failures: new Set(), displays: {} });
+
+export function transcriptItems(messages, notes = NO_NOTES) {
+  const { denials = {}, failures = new Set(), displays = {} } = notes;
   const results = new Map();
   const called = new Set();
   for (const message of messages) {
@@ -174,6 +184,7 @@ export function transcriptItems(messages, denials = {}, failures = new Set()) {
       if (denial) Object.assign(tool, { denied: true, reason: denial.reason, rule: denial.rule });
       // A denied or failed call's tool message holds the error text, shaped like a result.
       if (result) tool[denial || failures.has(call.id) ? "error" : "result"] = result.content;
+      if (displays[call.id] != null) tool.display = displays[call.id];
       return tool;
     });
     items.push({ message, tools });
@@ -185,10 +196,10 @@ export function transcriptItems(messages, denials = {}, failures = new Set()) {
  * A compaction notice: the recap (collapsed) and the original messages (collapsed). `source` is
  * where the originals load from when the section came without them.
  */
-export function renderSection(section, denials = {}, failures = new Set(), source = "") {
+export function renderSection(section, notes = NO_NOTES, source = "") {
   const messages = section.messages || [];
   const originals = el("ol", { className: "originals" });
-  for (const item of transcriptItems(messages, denials, failures)) {
+  for (const item of transcriptItems(messages, notes)) {
     originals.append(renderMessage(item.message, item.tools));
   }
   const count = messages.length || section.count || 0;
@@ -210,9 +221,9 @@ export function renderSection(section, denials = {}, failures = new Set(), sourc
 }
 
 /** Fill a compaction's originals list from `messages` (fetched when it was opened). */
-export function fillOriginals(list, messages, denials = {}, failures = new Set()) {
+export function fillOriginals(list, messages, notes = NO_NOTES) {
   list.replaceChildren();
-  for (const item of transcriptItems(messages, denials, failures)) {
+  for (const item of transcriptItems(messages, notes)) {
     list.append(renderMessage(item.message, item.tools));
   }
 }

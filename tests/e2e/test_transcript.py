@@ -96,7 +96,13 @@ def test_tool_calls_render_as_cards_with_results_failures_and_denials(
         [
             {"id": "u", "role": "user", "content": "list, delete, fetch"},
             {"id": "a", "role": "assistant", "content": "", "calls": calls},
-            {"id": "t1", "role": "tool", "content": '["a.txt"]', "tool_call_id": "c1"},
+            {
+                "id": "t1",
+                "role": "tool",
+                "content": '["a.txt"]',
+                "tool_call_id": "c1",
+                "outcome": {"kind": "value", "display": "--- a.txt\n+++ a.txt\n+new line"},
+            },
             {
                 "id": "t2",
                 "role": "tool",
@@ -132,6 +138,8 @@ def test_tool_calls_render_as_cards_with_results_failures_and_denials(
     expect(listed.locator(".tool-args")).to_contain_text('"op": "list"')
     expect(listed.locator(".tool-result")).to_contain_text("a.txt")
     expect(listed.locator(".tool-result.is-error")).to_have_count(0)
+    expect(listed.get_by_test_id("tool-display")).to_contain_text("+new line")
+    expect(alice.get_by_test_id("tool-display")).to_have_count(1)
     denied = alice.locator('.tool-card[data-call-id="c2"]')
     expect(denied.get_by_test_id("tool-denied")).to_have_count(1)
     expect(denied).to_contain_text("Shell commands are not allowed")

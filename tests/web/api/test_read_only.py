@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
 from agents.models import AgentProfile, ProviderEndpoint, Tool
-from conversations.models import AuthorityDecision, Conversation
+from conversations.models import AuthorityDecision, Conversation, Message
 from orkestrel.core.dispatch import READ_ONLY_REFUSAL
 from tests.providers.server import StubServer
 from tests.providers.turns import reply
@@ -100,6 +100,15 @@ async def test_turning_read_only_off_lets_the_next_write_run(alice_key, chat, st
         return DjangoWorkspaceStore(owner=chat.owner).get_sync(str(workspace))["files"]
 
     assert [file["path"] for file in await files()] == ["notes.md"]
+    # The edit's diff is kept with its call, for the card after a reload; the model saw none.
+    outcome = await sync_to_async(
+        lambda: Message.objects.get(conversation=chat, role="tool", tool_call_id="c1").outcome
+    )()
+    assert "+overwritten" in outcome["display"]
+    sent = stub.requests[1].json()["messages"]
+    assert all("+overwritten" not in str(m.get("content")) for m in sent)
+    state = await client.get(f"/api/conversations/{chat.pk}/messages/")
+    assert state.status_code == 200
 
 
 async def test_a_read_only_profile_binds_every_conversation_on_it(alice_key, chat, stub):

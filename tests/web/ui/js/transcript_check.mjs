@@ -28,7 +28,7 @@ const messages = [
 const cases = {
   "a result, a failure and a denial each land on their card"() {
     const denials = { no: { reason: "no shell", rule: "#1" } };
-    const items = transcriptItems(messages, denials, new Set(["bad"]));
+    const items = transcriptItems(messages, { denials, failures: new Set(["bad"]), displays: {} });
     assert.deepEqual(
       items.map((item) => item.message.id),
       ["u", "a"],
@@ -41,8 +41,13 @@ const cases = {
     assert.equal(no.error, "denied: no shell");
     assert.equal(no.denied, true);
   },
+  "a display lands on its call's card, and only there"() {
+    const [ok, bad] = transcriptItems(messages, { displays: { ok: "--- a\n+++ b" } })[1].tools;
+    assert.equal(ok.display, "--- a\n+++ b");
+    assert.equal(bad.display, undefined);
+  },
   "without failures every undenied tool message is a result"() {
-    const [, bad] = transcriptItems(messages, {})[1].tools;
+    const [, bad] = transcriptItems(messages)[1].tools;
     assert.equal(bad.result, '"connection refused"');
   },
 };
