@@ -340,13 +340,13 @@ class Extend:
 class Replace:
     """Replace ``search`` (literal, or a Python regex) by the literal ``replace`` in one file.
 
-    Matching ignores case unless ``exact``; ``limit`` caps the replacements (``None``: all).
+    Matching follows case unless ``exact`` is false; ``limit`` caps the replacements (``None``: all).
     """
 
     search: str
     replace: str
     regex: bool = False
-    exact: bool = False
+    exact: bool = True
     limit: int | None = None
     op: Literal["replace"] = "replace"
 

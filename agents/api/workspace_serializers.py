@@ -185,7 +185,9 @@ class ReplaceEditSerializer(serializers.Serializer[Any]):
         required=False, default=False, help_text="Treat `search` as a regex."
     )
     exact = serializers.BooleanField(
-        required=False, default=False, help_text="Match case exactly (matching ignores case)."
+        required=False,
+        default=True,
+        help_text="Match case exactly (the default); false ignores case.",
     )
     limit = serializers.IntegerField(
         min_value=1,

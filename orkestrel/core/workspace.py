@@ -114,8 +114,8 @@ def _edits(value: object) -> dict[str, str]:
 
 def _compile(query: object, regex: bool, exact: bool) -> re.Pattern[str]:
     query = _check_text(query, "query")
-    # Literal unless regex; case-insensitive unless exact; MULTILINE so ^/$ mean line bounds
-    # in replace (whole text) as they do in search (line by line).
+    # Literal unless regex; case-sensitive unless ``exact`` is false; MULTILINE so ^/$ mean
+    # line bounds in replace (whole text) as they do in search (line by line).
     flags = re.MULTILINE if exact else re.MULTILINE | re.IGNORECASE
     try:
         return re.compile(query if regex else re.escape(query), flags)
@@ -233,14 +233,14 @@ class Workspace:
         return any(one in self._files for one in _paths(path))
 
     def search(
-        self, query: str, regex: bool = False, exact: bool = False, limit: int | None = None
+        self, query: str, regex: bool = False, exact: bool = True, limit: int | None = None
     ) -> tuple[SearchMatch, ...]:
         """Scan every text file's lines for ``query``; binary files are skipped.
 
         Args:
             query: Literal text, or a Python regular expression when ``regex``.
             regex: Treat ``query`` as a pattern (an invalid one raises ``PATTERN``).
-            exact: Match case exactly; by default matching ignores case.
+            exact: Match case exactly (the seed's default); ``False`` ignores case.
             limit: Stop after this many matches.
         """
         pattern, cap = _compile(query, regex, exact), _limit(limit)
@@ -262,7 +262,7 @@ class Workspace:
         query: str,
         replacement: str,
         regex: bool = False,
-        exact: bool = False,
+        exact: bool = True,
         limit: int | None = None,
     ) -> ReplaceResult:
         """Replace ``query`` with the literal ``replacement`` across every text file.

@@ -269,11 +269,11 @@ def test_search_reports_one_based_hits_with_the_full_line():
     )
 
 
-def test_search_ignores_case_by_default_and_exact_matches_case():
+def test_search_matches_case_by_default_and_ignores_it_when_not_exact():
     workspace = create_workspace()
     workspace.write("a.txt", "Let let LET")
-    assert [m.column for m in workspace.search("let")] == [1, 5, 9]
-    assert [m.column for m in workspace.search("let", exact=True)] == [5]
+    assert [m.column for m in workspace.search("LET")] == [9]
+    assert [m.column for m in workspace.search("let", exact=False)] == [1, 5, 9]
 
 
 def test_search_treats_the_query_literally_unless_regex():
@@ -343,7 +343,7 @@ def test_replace_honours_limit_exact_and_regex():
     workspace.write({"a.txt": "A a a", "b.txt": "a"})
     assert workspace.replace("a", "b", exact=True, limit=2) == ReplaceResult("a", 2, 1)
     assert workspace.read(["a.txt", "b.txt"]) == {"a.txt": "A b b", "b.txt": "a"}
-    assert workspace.replace("^[ab]", "_", regex=True) == ReplaceResult("^[ab]", 2, 2)
+    assert workspace.replace("^[ab]", "_", regex=True, exact=False) == ReplaceResult("^[ab]", 2, 2)
     assert workspace.read(["a.txt", "b.txt"]) == {"a.txt": "_ b b", "b.txt": "_"}
 
 

@@ -294,12 +294,14 @@ def test_prepend_and_append_add_text_at_either_end(api, url, put, conversation):
     assert stored(conversation) == {"log.txt": "start middle end\nmore"}
 
 
-def test_replace_is_literal_and_case_insensitive_by_default(api, url, put, conversation):
+def test_replace_is_literal_and_case_sensitive_by_default(api, url, put, conversation):
     put("a.txt", "Cat cat CAT a.c")
     response = patch(api, url, "a.txt", op="replace", search="cat", replace="dog")
-    assert response.status_code == 200 and response.json()["replaced"] == 3
+    assert response.status_code == 200 and response.json()["replaced"] == 1
     assert patch(api, url, "a.txt", op="replace", search=".", replace="!").json()["replaced"] == 1
-    assert stored(conversation) == {"a.txt": "dog dog dog a!c"}
+    loose = patch(api, url, "a.txt", op="replace", search="CAT", replace="cow", exact=False)
+    assert loose.json()["replaced"] == 2
+    assert stored(conversation) == {"a.txt": "cow dog cow a!c"}
 
 
 def test_replace_with_exact_regex_and_limit(api, url, put, conversation):

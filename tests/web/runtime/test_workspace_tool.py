@@ -152,7 +152,9 @@ async def test_append_creates_an_absent_file(manager, context):
 
 
 async def test_search_lists_matches_with_their_lines(manager):
-    value = await run(manager, operation="search", query="A", regex=None)
+    # Case-sensitive, as seed 000's search is by default: "A" is in no file.
+    assert (await run(manager, operation="search", query="A"))["matches"] == []
+    value = await run(manager, operation="search", query="a", regex=None)
     assert value["truncated"] is False
     assert [(m["path"], m["line"], m["column"]) for m in value["matches"]] == [
         ("notes.md", 1, 1),
