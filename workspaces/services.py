@@ -340,7 +340,8 @@ class Extend:
 class Replace:
     """Replace ``search`` (literal, or a Python regex) by the literal ``replace`` in one file.
 
-    Matching follows case unless ``exact`` is false; ``limit`` caps the replacements (``None``: all).
+    Matching follows case unless ``exact`` is false; ``limit`` caps the replacements
+    (``None``: all).
     """
 
     search: str

@@ -240,9 +240,9 @@ class FileView(JsonErrors):
             "One operation, by `op`. `write`: replace `range` (1-based carets, the end "
             "exclusive; an empty span inserts) with `text`. `prepend` / `append`: add `text`. "
             "`replace`: replace `search` (literal, or a Python regex with `regex`; matching "
-            "case unless `exact` is false; at most `limit` matches) by the literal `replace`, and answer "
-            "how many were `replaced`. `move`: give the file the path `to`. Text edits apply "
-            "to text files only; a file may not grow past 1 MB."
+            "case unless `exact` is false; at most `limit` matches) by the literal `replace`, "
+            "and answer how many were `replaced`. `move`: give the file the path `to`. Text "
+            "edits apply to text files only; a file may not grow past 1 MB."
         ),
         parameters=[PATH],
         request=FileEditSerializer,

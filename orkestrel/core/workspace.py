@@ -11,7 +11,7 @@ after each mutation, and a raising listener never disturbs the edit.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypedDict, overload
 
@@ -233,7 +233,12 @@ class Workspace:
         return any(one in self._files for one in _paths(path))
 
     def search(
-        self, query: str, regex: bool = False, exact: bool = True, limit: int | None = None
+        self,
+        query: str,
+        regex: bool = False,
+        exact: bool = True,
+        limit: int | None = None,
+        paths: Collection[str] | None = None,
     ) -> tuple[SearchMatch, ...]:
         """Scan every text file's lines for ``query``; binary files are skipped.
 
@@ -242,12 +247,15 @@ class Workspace:
             regex: Treat ``query`` as a pattern (an invalid one raises ``PATTERN``).
             exact: Match case exactly (the seed's default); ``False`` ignores case.
             limit: Stop after this many matches.
+            paths: Only these files (``None``: every file; a scope's ``files`` list).
         """
         pattern, cap = _compile(query, regex, exact), _limit(limit)
         matches: list[SearchMatch] = []
         if cap == 0:
             return ()
         for file in list(self._files.values()):
+            if paths is not None and file.path not in paths:
+                continue
             text = _text_of(file)
             for number, line in enumerate(text.split("\n") if text is not None else (), start=1):
                 for hit in pattern.finditer(line):
@@ -264,8 +272,10 @@ class Workspace:
         regex: bool = False,
         exact: bool = True,
         limit: int | None = None,
+        paths: Collection[str] | None = None,
     ) -> ReplaceResult:
-        """Replace ``query`` with the literal ``replacement`` across every text file.
+        """Replace ``query`` with the literal ``replacement`` across every text file (or only
+        ``paths``).
 
         Matching follows ``search``; each changed file is rewritten (emitting ``write``).
         """
@@ -275,6 +285,8 @@ class Workspace:
         for path in list(self._files):
             if cap is not None and replaced >= cap:
                 break
+            if paths is not None and path not in paths:
+                continue
             text = _text_of(self._files.get(path))
             if text is None:
                 continue

@@ -15,7 +15,7 @@ the change on the tool card (the kit's ``{"result", "display"}`` payload).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
@@ -257,12 +257,16 @@ def _extend(verb: Literal["prepend", "append"]) -> Handler:
     return handle
 
 
-async def _search(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
+async def _search(
+    manager: WorkspaceManager,
+    arguments: Mapping[str, Any],
+    visible: Collection[str] | None = None,
+) -> Any:
     workspace = _active(manager)
     (query,) = _need(arguments, "search", "query")
     regex = bool(arguments.get("regex"))
     # One past the cap tells a full page from a truncated one.
-    found = workspace.search(query, regex=regex, limit=SEARCH_LIMIT + 1)
+    found = workspace.search(query, regex=regex, limit=SEARCH_LIMIT + 1, paths=visible)
     matches = [
         {
             "path": match.path,
@@ -276,11 +280,19 @@ async def _search(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> An
     return {"query": query, "matches": matches, "truncated": len(found) > SEARCH_LIMIT}
 
 
-async def _replace(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
+async def _replace(
+    manager: WorkspaceManager,
+    arguments: Mapping[str, Any],
+    visible: Collection[str] | None = None,
+) -> Any:
     workspace = _active(manager)
     query, replacement = _need(arguments, "replace", "query", "replacement")
-    before = {file.path: _state(workspace, file.path) for file in workspace.files()}
-    tally = workspace.replace(query, replacement, regex=bool(arguments.get("regex")))
+    before = {
+        file.path: _state(workspace, file.path)
+        for file in workspace.files()
+        if visible is None or file.path in visible
+    }
+    tally = workspace.replace(query, replacement, regex=bool(arguments.get("regex")), paths=visible)
     diff = "".join(_changed(workspace, path, state) for path, state in before.items())
     return _shown({"query": tally.query, "replaced": tally.replaced, "files": tally.files}, diff)
 
@@ -335,14 +347,31 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
-async def run_operation(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
-    """Dispatch one call's ``operation`` over ``manager``; faults raise ``WorkspaceError``."""
+async def run_operation(
+    manager: WorkspaceManager,
+    arguments: Mapping[str, Any],
+    visible: Collection[str] | None = None,
+) -> Any:
+    """Dispatch one call's ``operation`` over ``manager``; faults raise ``WorkspaceError``.
+
+    ``visible`` is the scope's ``files`` list: a file outside it is, to the tool as to the
+    prompt, not there (it is not listed, read, searched, replaced or written).
+    """
     operation = arguments.get("operation")
     handler = _HANDLERS.get(operation) if isinstance(operation, str) else None
     if handler is None:
         raise _fault(f"unknown operation {operation!r}; one of {list(OPERATIONS)}")
+    if visible is not None:
+        for key in ("path", "to"):
+            path = arguments.get(key)
+            if isinstance(path, str) and path not in visible:
+                raise _fault(f"no file at {path!r}", path=path)
     try:
-        return await handler(manager, arguments)
+        return await (
+            handler(manager, arguments)
+            if visible is None
+            else _scoped(handler, manager, arguments, visible)
+        )
     except WorkspaceError as error:
         if error.message.startswith(f"{error.code}:"):
             raise
@@ -356,6 +385,23 @@ async def run_operation(manager: WorkspaceManager, arguments: Mapping[str, Any])
         raise _fault(str(error), operation=operation) from error
 
 
+async def _scoped(
+    handler: Handler,
+    manager: WorkspaceManager,
+    arguments: Mapping[str, Any],
+    visible: Collection[str],
+) -> Any:
+    """Run ``handler`` seeing only the ``visible`` files."""
+    operation = arguments.get("operation")
+    if operation == "list":
+        return [_summary(file) for file in _active(manager).files() if file.path in visible]
+    if operation == "search":
+        return await _search(manager, arguments, visible)
+    if operation == "replace":
+        return await _replace(manager, arguments, visible)
+    return await handler(manager, arguments)
+
+
 def is_safe(arguments: Mapping[str, Any]) -> bool:
     """Whether a call only reads: its ``operation`` is ``list``, ``read`` or ``search``."""
     operation = arguments.get("operation")
@@ -367,8 +413,10 @@ def create_workspace_tool(context: ToolContext) -> Tool:
     agent_context = context.agent_context
 
     async def execute(arguments: Mapping[str, Any]) -> Any:
-        # Read the registry per call: the runtime may swap ``context.workspaces`` mid-run.
-        return await run_operation(agent_context.workspaces, arguments)
+        # Read the registry and the scope per call: the runtime may swap either mid-run.
+        scope = agent_context.scope
+        visible = frozenset(scope.files) if scope is not None and scope.files is not None else None
+        return await run_operation(agent_context.workspaces, arguments, visible)
 
     return create_tool(
         name=NAME, execute=execute, description=DESCRIPTION, parameters=PARAMETERS, safe=is_safe

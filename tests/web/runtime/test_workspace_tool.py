@@ -15,6 +15,7 @@ from orkestrel.core import (
     create_binary_content,
     create_file,
     create_memory_workspace_store,
+    create_scope,
     create_text_content,
     create_workspace_manager,
 )
@@ -506,3 +507,32 @@ async def test_in_read_only_mode_the_agent_reads_the_workspace_and_edits_are_ref
     assert write.outcome.kind == "denied"
     assert write.outcome.reason == "write access is off for this conversation"
     assert workspace_of(context).read("notes.md") == "alpha\nbeta\ngamma"
+
+
+@pytest.fixture
+def scoped(context):
+    """The workspace with a second note, under a scope that shows only ``notes.md``."""
+    workspace = context.agent_context.workspaces.workspace("main")
+    workspace.write("secret.md", "alpha secret")
+    context.agent_context.scope = create_scope(name="notes only", files=["notes.md"])
+    return ToolManager(guard_tool(create_workspace_tool(context), timeout=5)), workspace
+
+
+async def test_a_scope_hides_its_files_from_list_read_and_search(scoped):
+    manager, _ = scoped
+    assert [entry["path"] for entry in await run(manager, operation="list")] == ["notes.md"]
+    assert "no file at 'secret.md'" in await fault(manager, operation="read", path="secret.md")
+    found = await run(manager, operation="search", query="alpha")
+    assert [match["path"] for match in found["matches"]] == ["notes.md"]
+
+
+async def test_a_scope_keeps_writes_and_replaces_off_its_hidden_files(scoped):
+    manager, workspace = scoped
+    refused = await fault(manager, operation="write", path="secret.md", content="mine")
+    assert "no file at 'secret.md'" in refused
+    moved = await fault(manager, operation="move", path="notes.md", to="secret.md")
+    assert "no file at 'secret.md'" in moved
+    tally = await run(manager, operation="replace", query="alpha", replacement="omega")
+    assert tally["replaced"] == 1 and tally["files"] == 1
+    assert workspace.read("secret.md") == "alpha secret"
+    assert workspace.read("notes.md").startswith("omega")
