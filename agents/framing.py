@@ -3,9 +3,10 @@
 A websocket server drops a message over its limit (Daphne's is 1 MiB, for outgoing messages
 too) without a word: an answer never finishes, a conversation never opens. Text frames are
 split where they are made (``agents.runs.active``); what is left too big here is shrunk (a
-``state`` or ``committed`` frame without its rendered HTML, then a ``state`` with fewer of the
-newest messages) or, failing that, dropped with a WARNING: the gap in ``seq`` makes the
-client resync, and the ``state`` it gets back fits.
+``state`` or ``committed`` frame without its rendered HTML, a ``finish`` without the text its
+token and think frames carried, a ``state`` with fewer of the newest messages) or, failing
+that, dropped with a WARNING: the gap in ``seq`` makes the client resync, and the ``state`` it
+gets back fits.
 """
 
 from __future__ import annotations
@@ -41,6 +42,17 @@ def fitted(frame: ServerFrame | dict[str, Any], limit: int) -> str | None:
         text = encode_text(data)
         if _size(text) <= limit:
             logger.warning("sent a %s frame without its HTML: it was over %d bytes", kind, limit)
+            return text
+    result = data.get("result")
+    if kind == "finish" and isinstance(result, dict):
+        # The run's last frame must arrive, or the client streams forever (no later frame
+        # shows it a gap). Its text already went out in token and think frames, split to fit;
+        # the committed messages and the run's record keep it whole.
+        thinking = result.get("thinking")
+        data["result"] = {**result, "content": "", "thinking": "" if thinking else thinking}
+        text = encode_text(data)
+        if _size(text) <= limit:
+            logger.warning("sent a finish frame without its text: it was over %d bytes", limit)
             return text
     if kind == "state":
         messages = data["messages"]
