@@ -53,7 +53,10 @@ class ProviderEndpointAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["name", "kind", "base_url", "models"]}),
         ("Credentials", {"fields": ["api_key_env", "api_key_status"]}),
-        ("Limits", {"fields": ["connect_timeout", "read_timeout", "max_retries"]}),
+        (
+            "Limits",
+            {"fields": ["connect_timeout", "first_token_timeout", "read_timeout", "max_retries"]},
+        ),
         ("History", {"fields": ["created", "updated"]}),
     ]
 

@@ -41,6 +41,7 @@ __all__ = [
     "ContextPayload",
     "ErrorFrame",
     "ExhaustFrame",
+    "WaitFrame",
     "FinishFrame",
     "FrameError",
     "Limits",
@@ -350,6 +351,19 @@ class ExhaustFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WaitFrame:
+    """The model server refused for now (a rate limit, an outage): the run retries after
+    ``seconds``; ``status`` is the HTTP status (429 for a rate limit, ``None`` without one)."""
+
+    type: Literal["wait"] = "wait"
+    run: int
+    seq: int
+    seconds: float
+    status: int | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorFrame:
     """A refused frame or action, or a failed run (then the run's last frame)."""
 
@@ -372,6 +386,7 @@ ServerFrame = (
     | FinishFrame
     | AbortFrame
     | ExhaustFrame
+    | WaitFrame
     | ErrorFrame
 )
 SERVER_FRAMES: dict[str, type[ServerFrame]] = {
@@ -386,6 +401,7 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "finish": FinishFrame,
     "abort": AbortFrame,
     "exhaust": ExhaustFrame,
+    "wait": WaitFrame,
     "error": ErrorFrame,
 }
 # Field names per frame class, in declaration order (``type`` first), for ``encode``.

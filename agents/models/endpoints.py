@@ -50,6 +50,15 @@ class ProviderEndpoint(models.Model):
     read_timeout = models.FloatField(
         "read timeout (s)", default=300.0, validators=[validate_positive]
     )
+    first_token_timeout = models.FloatField(
+        "first-token timeout (s)",
+        default=60.0,
+        null=True,
+        blank=True,
+        validators=[validate_positive],
+        help_text="How soon the answer must begin after a request; a hung model is found in "
+        "seconds, not after the read timeout. Empty: the read timeout only.",
+    )
     max_retries = models.PositiveSmallIntegerField(
         "max retries", default=2, validators=[MaxValueValidator(10)]
     )

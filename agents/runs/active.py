@@ -17,6 +17,7 @@ from orkestrel.core import (
     UsageChunk,
     estimate_messages,
 )
+from orkestrel.core.errors import ProviderError
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     AbortFrame,
@@ -35,11 +36,13 @@ from orkestrel.protocol import (
     ToolFrame,
     ToolPayload,
     UsageFrame,
+    WaitFrame,
     encode,
     result_payload,
     tool_payload,
     usage_payload,
 )
+from orkestrel.providers.base import HttpProvider
 
 from ..runtime.client_tools import HANDOFF_STOP
 from ..runtime.session import ChatSession
@@ -199,6 +202,9 @@ class ActiveRun:
         clock = asyncio.get_running_loop().time
         pacer = Pacer(self.manager.timings, clock())
         outcome: asyncio.Future[AgentResult] | None = None
+        provider = session.agent.provider
+        if isinstance(provider, HttpProvider):
+            provider.on_retry = self._waiting
         try:
             stream = session.agent.stream(**session.run_options())
             outcome = stream.result
@@ -228,6 +234,16 @@ class ActiveRun:
             self.flush()
         await self._settle(result, error)
         await self.manager.store_events(self)
+
+    def _waiting(self, seconds: float, error: ProviderError) -> None:
+        """The model server refused for now and the provider retries: say so, and how long."""
+        limited = error.status == 429
+        self.emit(
+            WaitFrame,
+            seconds=round(seconds, 3),
+            status=error.status,
+            reason="rate limited" if limited else "the model server failed; retrying",
+        )
 
     async def _handle(self, chunks: list[Any]) -> None:
         for chunk in chunks:

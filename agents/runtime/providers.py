@@ -32,6 +32,7 @@ def provider_for(
         "connect_timeout": endpoint.connect_timeout,
         "read_timeout": endpoint.read_timeout,
         "retries": endpoint.max_retries,
+        "first_token_timeout": endpoint.first_token_timeout,
         "name": f"{endpoint.name}/{model}",
     }
     client = shared_client(

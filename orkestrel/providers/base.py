@@ -30,7 +30,7 @@ from orkestrel.core.provider import (
 from orkestrel.core.think import create_think_splitter
 from orkestrel.core.usage import TokenUsage
 
-from .http import ExchangeAborted, ProviderHttp
+from .http import ExchangeAborted, ProviderHttp, RetryListener
 from .wire import (
     MAX_LINE_BYTES,
     LineTooLong,
@@ -199,6 +199,8 @@ class HttpProviderOptions(TypedDict, total=False):
     name: str | None
     format: ContextFormat | None
     max_line_bytes: int
+    first_token_timeout: float | None
+    on_retry: RetryListener | None
 
 
 class HttpProvider:
@@ -227,6 +229,8 @@ class HttpProvider:
         name: str | None = None,
         format: ContextFormat | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
+        first_token_timeout: float | None = None,
+        on_retry: RetryListener | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError("model must be a non-empty string")
@@ -259,6 +263,15 @@ class HttpProvider:
             raise TypeError(f"max_line_bytes must be an int, not {max_line_bytes!r}")
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, not {max_line_bytes!r}")
+        if first_token_timeout is not None and (
+            isinstance(first_token_timeout, bool)
+            or not isinstance(first_token_timeout, int | float)
+            or first_token_timeout <= 0
+        ):
+            raise ValueError(
+                "first_token_timeout must be a positive number or None, "
+                f"not {first_token_timeout!r}"
+            )
         self._max_line = max_line_bytes
         self._model = model
         self._base_url = base_url.rstrip("/")
@@ -283,7 +296,18 @@ class HttpProvider:
             backoff=float(backoff),
             max_backoff=float(max_backoff),
             client=client,
+            first_timeout=None if first_token_timeout is None else float(first_token_timeout),
+            on_retry=on_retry,
         )
+
+    @property
+    def on_retry(self) -> RetryListener | None:
+        """Told before each retry's wait (``(seconds, error)``): a run says it is waiting."""
+        return self._http.on_retry
+
+    @on_retry.setter
+    def on_retry(self, listener: RetryListener | None) -> None:
+        self._http.on_retry = listener
 
     @property
     def id(self) -> str:

@@ -20,7 +20,7 @@ import email.utils
 import json
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -30,7 +30,14 @@ from orkestrel.core.errors import ProviderError
 
 from .wire import scrub_text
 
-__all__ = ["EXCERPT_LIMIT", "Exchange", "ExchangeAborted", "ProviderHttp", "retry_after"]
+__all__ = [
+    "EXCERPT_LIMIT",
+    "Exchange",
+    "ExchangeAborted",
+    "ProviderHttp",
+    "RetryListener",
+    "retry_after",
+]
 
 # How much of an error body is kept on a ProviderError (characters) and read (bytes).
 EXCERPT_LIMIT: Final = 500
@@ -66,6 +73,10 @@ def retry_after(headers: httpx.Headers, now: float | None = None) -> float | Non
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+RetryListener = Callable[[float, ProviderError], None]
+"""Told before a retry's wait: how long, and the error that caused it (a 429's status...)."""
+
+
 class ProviderHttp:
     """Connection settings and retry policy shared by every call of one provider."""
 
@@ -76,8 +87,10 @@ class ProviderHttp:
         "_secret",
         "_timeout",
         "backoff",
+        "first_timeout",
         "headers",
         "max_backoff",
+        "on_retry",
         "provider",
         "retries",
         "url",
@@ -96,8 +109,15 @@ class ProviderHttp:
         backoff: float,
         max_backoff: float,
         client: httpx.AsyncClient | None = None,
+        first_timeout: float | None = None,
+        on_retry: RetryListener | None = None,
     ) -> None:
         self.provider = provider
+        # The answer's first byte must come this soon after the request (a hung model is
+        # found in seconds, not after the read timeout); ``None``: only the read timeout.
+        self.first_timeout = first_timeout
+        # Told before each retry's wait: (seconds, the error that caused it).
+        self.on_retry = on_retry
         self.url = url
         self.headers = dict(headers)
         self.retries = retries
@@ -294,7 +314,10 @@ class Exchange:
             if not error.retryable or attempt >= http.retries:
                 self._push(error)
                 return
-            await asyncio.sleep(http.delay(attempt, after))
+            pause = http.delay(attempt, after)
+            if http.on_retry is not None:
+                http.on_retry(pause, error)
+            await asyncio.sleep(pause)
             attempt += 1
 
     async def _attempt(self) -> tuple[ProviderError, float | None] | None:
@@ -302,8 +325,13 @@ class Exchange:
         http = self._http
         client = http.client()
         request = client.build_request("POST", http.url, content=self._body, headers=http.headers)
+        first = http.first_timeout
+        deadline = asyncio.get_running_loop().time() + first if first is not None else None
         try:
-            response = await client.send(request, stream=True)
+            async with asyncio.timeout_at(deadline):
+                response = await client.send(request, stream=True)
+        except TimeoutError:
+            return http.error(f"no answer within {first:g} s", retryable=True), None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             return http.error(f"cannot connect ({type(exc).__name__}: {exc})", retryable=True), None
         except httpx.TimeoutException as exc:
@@ -323,7 +351,16 @@ class Exchange:
                 )
                 return error, retry_after(response.headers) if retryable else None
             try:
-                async for chunk in response.aiter_bytes():
+                chunks = response.aiter_bytes()
+                if deadline is not None:
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            self._push(await anext(chunks))
+                    except StopAsyncIteration:
+                        pass
+                    except TimeoutError:
+                        return http.error(f"no answer within {first:g} s", retryable=True), None
+                async for chunk in chunks:
                     self._push(chunk)
             except httpx.TimeoutException as exc:
                 self._push(http.error(f"stream timed out ({type(exc).__name__})", status=status))

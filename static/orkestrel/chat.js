@@ -319,6 +319,11 @@ const handlers = {
   exhaust(frame) {
     if (live && live.id === String(frame.run)) live.exhausted = frame.limit;
   },
+  wait(frame) {
+    const seconds = Math.max(1, Math.round(frame.seconds || 0));
+    const why = frame.status === 429 ? "The model is rate-limited" : "The model server failed";
+    notify(`${why}; trying again in ${seconds} s…`, "warning");
+  },
   finish(frame) {
     const result = frame.result || {};
     const run = live && live.id === String(frame.run) ? live : null;

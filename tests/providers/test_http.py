@@ -144,6 +144,43 @@ async def test_a_429_waits_for_retry_after_before_retrying(
     assert 0.2 <= elapsed < 5.0
 
 
+async def test_the_retry_listener_hears_each_wait_and_its_cause(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    stub.enqueue(
+        Reply([b"slow down"], status=429, headers={"retry-after": "0.2"}),
+        Reply([b"down"], status=503),
+        Reply(protocol.frames(["ok"], True)),
+    )
+    heard: list[tuple[float, int | None]] = []
+    provider = build(protocol, stub, retries=2, backoff=0.01)
+    provider.on_retry = lambda seconds, error: heard.append((seconds, error.status))
+    _, result = await collect(provider)
+    assert result.content == "ok"
+    assert heard == [(0.2, 429), (0.02, 503)]
+
+
+async def test_a_model_that_does_not_begin_within_the_first_token_timeout_fails_fast(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    stub.enqueue(Reply(protocol.frames(["late"], True), pause=3.0))
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as raised:
+        await collect(build(protocol, stub, first_token_timeout=0.3, read_timeout=30.0))
+    assert "no answer within 0.3 s" in str(raised.value)
+    assert time.monotonic() - started < 2.5
+
+
+async def test_the_first_token_timeout_spares_an_answer_that_began_in_time(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    # Later deltas may be slower than the first-token bound: only the start is timed.
+    frames = protocol.frames(["a", "b"], True)
+    stub.enqueue(Reply(frames, pause=0.15))
+    _, result = await collect(build(protocol, stub, first_token_timeout=0.5))
+    assert result.content == "ab"
+
+
 async def test_a_long_retry_after_is_capped_by_max_backoff(
     protocol: Protocol, stub: StubServer
 ) -> None:

@@ -328,6 +328,25 @@ async def test_a_429_with_a_retry_left_waits_the_retry_after_then_answers(user, 
     assert len(arrivals) == 2
     # Time is the contract here: the retry went out no sooner than the server asked.
     assert arrivals.times[1] - arrivals.times[0] >= 0.95
+    # ...and the user was told, before the answer, why and for how long.
+    (wait,) = [frame for frame in frames if frame["type"] == "wait"]
+    assert (wait["seconds"], wait["status"], wait["reason"]) == (1.0, 429, "rate limited")
+    kinds = [frame["type"] for frame in frames]
+    assert kinds.index("wait") < kinds.index("token")
+    await socket.disconnect()
+
+
+async def test_a_model_that_hangs_before_answering_fails_at_its_first_token_timeout(
+    user, stub, manager
+):
+    conversation = await faulty_conversation(user, stub, read_timeout=60.0)
+    await sync_to_async(ProviderEndpoint.objects.update)(first_token_timeout=0.5)
+    socket, _ = await connect(user, conversation)
+    stub.enqueue(Reply(reply("openai", ["too late"]).chunks, pause=5.0))
+    started = time.monotonic()
+    frames = await exchange(socket, "hello?")
+    assert frames[-1]["type"] == "error" and "no answer within 0.5 s" in frames[-1]["message"]
+    assert time.monotonic() - started < 4.0
     await socket.disconnect()
 
 
