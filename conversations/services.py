@@ -26,7 +26,7 @@ from orkestrel.core import Conversation as KitConversation
 from orkestrel.protocol import ContextPayload, MessagePayload, SectionPayload, UsagePayload
 from workspaces.models import Workspace
 
-from .models import AuthorityDecision, Conversation, Message, Section
+from .models import AuthorityDecision, Conversation, Message, Run, Section
 from .render_pool import render_all
 from .rendering import render_markdown
 
@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 User = AbstractBaseUser | AnonymousUser
+# The run states a person can retry or continue from.
+UNFINISHED = ("error", "interrupted", "partial")
 TITLE_MAX = Conversation._meta.get_field("title").max_length or 200
 
 
@@ -67,6 +69,7 @@ class ConversationState(TypedDict):
     denials: dict[str, dict[str, str]]
     failures: list[str]
     displays: dict[str, Any]
+    last_run: dict[str, Any] | None
     earlier: int
 
 
@@ -471,6 +474,14 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
             conversation=conversation, role=Message.Role.TOOL, outcome__kind="error"
         ).values_list("tool_call_id", flat=True)
     )
+    latest = (
+        Run.objects.filter(conversation=conversation)
+        .order_by("-created", "-id")
+        .values("id", "status", "stop_reason", "error")
+        .first()
+    )
+    # A turn that failed, was stopped or interrupted stays visible, with a way to go on.
+    last_run = dict(latest) if latest is not None and latest["status"] in UNFINISHED else None
     displays = {
         call_id: outcome["display"]
         for call_id, outcome in Message.objects.filter(
@@ -503,5 +514,6 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         "denials": denials,
         "failures": failures,
         "displays": displays,
+        "last_run": last_run,
         "earlier": start,
     }

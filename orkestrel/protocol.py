@@ -237,6 +237,8 @@ class StateFrame:
     failures: list[str]
     # What a tool showed the user (an edit's diff), by call id.
     displays: dict[str, Any]
+    # The latest run when it failed, was stopped or interrupted: {id, status, stop_reason, error}.
+    last_run: dict[str, Any] | None
     run: RunSnapshot | None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -13,7 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..runs import RunRecord, run_service
+from ..runs import Busy, RunRecord, run_service
 from .base import JsonErrors, user_id
 from .errors import Conflict
 from .events import EVENT_STREAM_RESPONSE
@@ -76,6 +77,34 @@ class RunViewSet(JsonErrors, viewsets.ViewSet):
         if not async_to_sync(self.service.cancel_run)(record):
             raise Conflict("The run is not running.", code="not_running")
         return Response(run_body(request, record.id), status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        request=None,
+        responses={
+            202: RunSerializer,
+            409: OpenApiResponse(
+                description="Not the latest run, not failed, stopped or interrupted, or a run "
+                "is going."
+            ),
+        },
+        summary="Retry a failed, stopped or interrupted run",
+        description=(
+            "Starts a new run on the conversation as it stands (the partial answer kept): the "
+            "model answers again, or goes on from where it was cut."
+        ),
+    )
+    @action(detail=True, methods=["post"])
+    def retry(self, request: Request, pk: str) -> Response:
+        record = _record(request, pk)
+        try:
+            handle = async_to_sync(self.service.retry)(user_id=user_id(request), record=record)
+        except Busy as error:
+            raise Conflict(str(error)) from None
+        except ValueError as error:
+            raise Conflict(str(error), code="not_retryable") from None
+        response = Response(run_body(request, handle.id), status=status.HTTP_202_ACCEPTED)
+        response["Location"] = reverse("api-run-detail", args=[handle.id])
+        return response
 
     @extend_schema(
         parameters=[

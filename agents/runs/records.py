@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import Conversation, Run
-from conversations.services import fill_tool_results
+from conversations.services import UNFINISHED, fill_tool_results
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
     AgentResult,
@@ -50,6 +50,7 @@ __all__ = [
     "finish_run",
     "prepare_run",
     "recover_interrupted",
+    "retryable",
     "save_checkpoints",
     "save_events",
 ]
@@ -149,6 +150,20 @@ def owned_run(user_id: int, run_id: int) -> RunRecord | None:
         started=run.started,
         finished=run.finished,
     )
+
+
+def retryable(record: RunRecord) -> str | None:
+    """Why ``record`` cannot be retried (``None``: it can): only the latest run of its
+    conversation, and only one that failed, stopped or was interrupted."""
+    if record.status not in UNFINISHED:
+        return "only a failed, stopped or interrupted run can be retried"
+    latest = (
+        Run.objects.filter(conversation_id=record.conversation_id)
+        .order_by("-created", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    return None if latest == record.id else "a later run followed this one"
 
 
 def run_conversation(run_id: int) -> str:

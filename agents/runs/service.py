@@ -22,7 +22,14 @@ from .commands import Compact, Continue, Say, interpret
 from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
 from .payloads import compaction_payload
-from .records import ConversationSeed, RunRecord, owned_run, run_conversation, stored_events
+from .records import (
+    ConversationSeed,
+    RunRecord,
+    owned_run,
+    retryable,
+    run_conversation,
+    stored_events,
+)
 from .relay import follow_remote
 
 __all__ = ["TERMINAL", "Compacted", "RunHandle", "RunService", "run_service"]
@@ -120,6 +127,17 @@ class RunService:
                 )
             case unknown:
                 assert_never(unknown)
+
+    async def retry(self, *, user_id: int, record: RunRecord) -> RunHandle:
+        """Answer again after a failed, stopped or interrupted run (the latest of its
+        conversation): a new run on the history as it stands, the partial answer included.
+        ``ValueError`` says why a run cannot be retried; ``Busy`` while one runs."""
+        refusal = await in_thread(retryable)(record)
+        if refusal is not None:
+            raise ValueError(refusal)
+        return await self.start(
+            user_id=user_id, conversation_id=record.conversation_id, content=None
+        )
 
     async def get(self, *, user_id: int, run_id: int) -> RunRecord:
         """The user's run ``run_id`` as stored (``LookupError`` if absent or someone else's)."""

@@ -166,6 +166,39 @@ function follow(wasNear) {
   if (last) last.scrollIntoView({ block: "end" });
 }
 
+// -- the last turn, when it did not finish: what happened, and a way to go on ---------------
+
+const runNote = document.getElementById("turn-note");
+const retryButton = document.getElementById("turn-retry");
+
+/** Show (or hide, for `null`) why the latest run did not finish, with Retry or Continue. */
+function showRunNote(run) {
+  if (!run) {
+    runNote.hidden = true;
+    return;
+  }
+  let text = "The last answer stopped early; what was written is kept.";
+  if (run.status === "error") text = `The last answer failed: ${run.error || "the model did not answer"}.`;
+  else if (run.status === "interrupted") text = "The last answer was interrupted (the server stopped); what was written is kept.";
+  else if (run.stop_reason === "timeout") text = "The last answer ran past the agent's time limit; what was written is kept.";
+  runNote.querySelector(".turn-note-text").textContent = text;
+  retryButton.textContent = run.status === "error" ? "Retry" : "Continue";
+  retryButton.dataset.run = run.id;
+  runNote.hidden = false;
+}
+
+retryButton.addEventListener("click", async () => {
+  retryButton.disabled = true;
+  try {
+    await apiWrite("POST", `/api/runs/${encodeURIComponent(retryButton.dataset.run)}/retry/`);
+    runNote.hidden = true;
+  } catch (error) {
+    notify(error.message);
+  } finally {
+    retryButton.disabled = false;
+  }
+});
+
 function renderState(state) {
   notes = {
     denials: state.denials || {},
@@ -182,6 +215,7 @@ function renderState(state) {
     nodes.push(renderMessage(item.message, item.tools));
   }
   transcript.replaceChildren(...nodes);
+  showRunNote(state.last_run);
   showUsage(state.usage);
   showContext(state.context);
 }
@@ -249,6 +283,7 @@ const handlers = {
     follow(wasNear);
   },
   started(frame) {
+    showRunNote(null);
     const entry = frame.nonce ? pending.get(frame.nonce) : null;
     if (entry) pending.delete(frame.nonce);
     if (frame.message && !hasMessage(frame.message.id)) {
@@ -333,6 +368,7 @@ const handlers = {
       note = "The agent reached its step limit before finishing.";
     }
     if (run) run.finish(result, note);
+    if (result.partial) showRunNote({ id: frame.run, status: "partial", stop_reason: run?.aborted || result.stop });
     // The meter follows the history even when the model reported no usage (a stopped turn).
     showContext(frame.context);
     tracker.settle(frame.run);
@@ -340,6 +376,9 @@ const handlers = {
     setStreaming(false);
   },
   error(frame) {
+    if (frame.run !== undefined && frame.run !== null) {
+      showRunNote({ id: frame.run, status: "error", error: frame.message });
+    }
     // `busy` gets our wording; otherwise the server's message says what exactly was wrong.
     const fallback = ERROR_TEXT[frame.code] || "Something went wrong.";
     notify(frame.code === "busy" ? ERROR_TEXT.busy : frame.message || fallback);
@@ -534,13 +573,15 @@ transcript.addEventListener("click", async (event) => {
 const modelForm = document.getElementById("model-form");
 const csrfToken = document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
 
-/** A write to this conversation's REST resource; the parsed answer, or throws its message. */
+/** A write to the REST API (`path` under this conversation's resource, or an absolute URL);
+ * the parsed answer, or throws its message. */
 async function apiWrite(method, path, body) {
-  const response = await fetch(`${root.dataset.apiUrl}${path}`, {
+  const url = path.startsWith("/") ? path : `${root.dataset.apiUrl}${path}`;
+  const response = await fetch(url, {
     method,
     credentials: "same-origin",
     headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken },
-    body: JSON.stringify(body),
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   const answer = await response.json().catch(() => ({}));
   if (!response.ok) {

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .test_chat import CHAT_URL, demo_echo, new_chat, send, wait_for_answer, wait_until_idle
+from .test_chat import (
+    CHAT_URL,
+    demo_echo,
+    new_chat,
+    send,
+    wait_for_answer,
+    wait_for_partial_answer,
+    wait_until_idle,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -58,3 +66,21 @@ def test_choosing_the_thinking_level_sticks_and_a_refused_model_is_put_back(
     expect(alice.get_by_test_id("model-select")).to_have_value("")
     send(alice, "still answering")
     wait_for_answer(alice, demo_echo("still answering"))
+
+
+def test_a_stopped_answer_can_be_continued_from_the_note_by_the_composer(alice: Any) -> None:
+    said = "Please stop me so I can continue"
+    full = demo_echo(said)
+    new_chat(alice, "Continue")
+    send(alice, said)
+    wait_for_partial_answer(alice, full)
+    alice.get_by_test_id("stop").click()
+    wait_until_idle(alice, 1)
+    note = alice.get_by_test_id("turn-note")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("stopped early")
+    alice.reload()
+    expect(alice.get_by_test_id("turn-note")).to_be_visible()
+    alice.get_by_test_id("retry").click()
+    expect(alice.locator("#transcript > .msg-assistant")).to_have_count(2)
+    expect(alice.get_by_test_id("turn-note")).to_be_hidden()
