@@ -160,6 +160,23 @@ function nearBottom() {
   return transcript.getBoundingClientRect().bottom <= window.innerHeight + 160;
 }
 
+// -- "jump to latest": shown while the newest message is out of view ----------------------
+
+const jumpButton = document.getElementById("jump-latest");
+
+function showJump() {
+  jumpButton.hidden = nearBottom();
+}
+
+function jumpToLatest() {
+  const last = transcript.lastElementChild;
+  if (last) last.scrollIntoView({ block: "end" });
+  jumpButton.hidden = true;
+}
+
+jumpButton.addEventListener("click", jumpToLatest);
+window.addEventListener("scroll", showJump, { passive: true });
+
 function follow(wasNear) {
   if (!wasNear) return;
   const last = transcript.lastElementChild;
@@ -423,6 +440,7 @@ function handle(frame) {
   handler(frame, reconnected);
   markAnswer();
   if (frame.type !== "state") follow(wasNear);
+  showJump();
 }
 
 // -- socket ---------------------------------------------------------------------------------
@@ -635,6 +653,8 @@ const initial = JSON.parse(document.getElementById("chat-state").textContent);
 renderState(initial);
 markAnswer();
 autosize();
+// A conversation opens at its latest message.
+jumpToLatest();
 socket.connect();
 // Exported for debugging in the console and for browser tests.
 window.orkestrelChat = { tracker, get live() { return live; }, renderToolCard };

@@ -3,6 +3,7 @@ session and its CSRF token), against the served app and the offline demo model."
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from playwright.sync_api import expect
 
 from .test_chat import (
     CHAT_URL,
+    SEED_LONG_CHAT,
     demo_echo,
     new_chat,
     send,
@@ -84,3 +86,21 @@ def test_a_stopped_answer_can_be_continued_from_the_note_by_the_composer(alice: 
     alice.get_by_test_id("retry").click()
     expect(alice.locator("#transcript > .msg-assistant")).to_have_count(2)
     expect(alice.get_by_test_id("turn-note")).to_be_hidden()
+
+
+def test_the_connection_state_sits_by_the_composer_and_jump_to_latest_returns(
+    alice: Any, server: Any, screenshots: Path
+) -> None:
+    made = json.loads(server.shell(SEED_LONG_CHAT).strip().splitlines()[-1])
+    alice.goto(f"/c/{made['id']}/")
+    expect(alice.locator("#composer #connection")).to_have_attribute("data-state", "open")
+    # It opens at its latest message.
+    expect(alice.get_by_text("answer 129", exact=True)).to_be_in_viewport()
+    jump = alice.get_by_test_id("jump-latest")
+    expect(jump).to_be_hidden()
+    alice.evaluate("window.scrollTo(0, 0)")
+    expect(jump).to_be_visible()
+    alice.screenshot(path=str(screenshots / "jump-latest.png"))
+    jump.click()
+    expect(alice.get_by_text("answer 129", exact=True)).to_be_in_viewport()
+    expect(jump).to_be_hidden()
