@@ -251,6 +251,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+_celery_broker = env("CELERY_BROKER_URL", default="")
+
 # The project's own settings, in one namespace.
 ORKESTREL = {
     "MAX_MESSAGE_CHARS": env.int("ORKESTREL_MAX_MESSAGE_CHARS", default=100_000),
@@ -266,6 +268,43 @@ ORKESTREL = {
     "KEY_VARIABLES": env.list("ORKESTREL_KEY_VARIABLES", default=[]),
     # Seconds between the offline demo model's words (0 in tests).
     "DEMO_WORD_DELAY": env.float("ORKESTREL_DEMO_WORD_DELAY", default=0.03),
+    # Where agent jobs run: "workers" (Celery's; the default once CELERY_BROKER_URL is set) or
+    # "process" (the web process that took the job, as without a broker).
+    "JOBS_ON": env("ORKESTREL_JOBS_ON", default="workers" if _celery_broker else "process"),
+    # A job's holder beats this often; a job whose beat is older than the staleness is
+    # taken over (its process or worker is gone): a lost worker's job moves within seconds.
+    "JOB_HEARTBEAT_SECONDS": env.float("ORKESTREL_JOB_HEARTBEAT_SECONDS", default=2.0),
+    "JOB_STALE_SECONDS": env.float("ORKESTREL_JOB_STALE_SECONDS", default=10.0),
+}
+
+# Celery (README, "Workers"): read by ``orkestrel.celery`` as ``<name>`` for each
+# ``CELERY_<NAME>``. Without a broker nothing is sent and no worker is needed.
+CELERY_BROKER_URL = _celery_broker or None
+# A job's outcome lives on its row; nothing reads task results.
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", default="orkestrel")
+# A message is acknowledged once its job has settled; a worker lost mid-job leaves it on the
+# broker (and its job's lease expires: another worker takes the job over).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# A job that loses the broker connection runs on and settles on its row; its message comes
+# back and finds the job settled (or held), which does nothing.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Each thread takes one message at a time: a waiting job stays on the broker for any worker.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Jobs wait on model servers, not on the CPU: threads, each blocking on the job it handed to
+# the worker's one event loop, many per process (``celery worker -c`` changes how many).
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = 32
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis only: seconds before a message a lost worker had taken is delivered again. A job the
+# worker had started moves sooner, when its lease expires (ORKESTREL_JOB_STALE_SECONDS).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
 }
 
 LOGGING = {

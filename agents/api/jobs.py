@@ -1,9 +1,10 @@
 """``/api/jobs/``: enqueue an agent job, read its status and result, cancel it.
 
-``POST /api/jobs/`` answers 202 with the job once it is stored (it runs in the server process
-and survives a restart); ``GET /api/jobs/`` lists the user's jobs, newest first;
-``GET /api/jobs/<id>/`` is one job; ``POST /api/jobs/<id>/cancel/`` cancels it (409 once it
-has settled). Another user's job is a 404, as if it did not exist.
+``POST /api/jobs/`` answers 202 with the job once it is stored (it runs on a Celery worker when
+a broker is configured, else in the server process, and survives a restart);
+``GET /api/jobs/`` lists the user's jobs, newest first; ``GET /api/jobs/<id>/`` is one job;
+``POST /api/jobs/<id>/cancel/`` cancels it (409 once it has settled). Another user's job is a
+404, as if it did not exist.
 """
 
 from __future__ import annotations
@@ -285,10 +286,11 @@ class JobViewSet(JsonErrors, viewsets.GenericViewSet[AgentJob]):
     @extend_schema(
         summary="Enqueue an agent job",
         description=(
-            "Stores the job, then runs it in the server process with the profile's provider, "
-            "tools, authority, scope and instructions. Answers `202` with the job once it is "
-            "stored; poll `GET /api/jobs/{id}/` for its result. A job survives a server "
-            "restart: it runs again from its last attempt."
+            "Stores the job, then runs it (on a Celery worker when a broker is configured, "
+            "else in the server process) with the profile's provider, tools, authority, scope "
+            "and instructions. Answers `202` with the job once it is stored; poll "
+            "`GET /api/jobs/{id}/` for its result. A job survives a server or worker restart: "
+            "it runs again from its last attempt."
         ),
         request=JobCreateSerializer,
         responses={

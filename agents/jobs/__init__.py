@@ -1,4 +1,5 @@
-"""Agent jobs: the kit's durable queue over the database, run in the server process.
+"""Agent jobs: the kit's durable queue over the database, run on Celery workers when a broker
+is configured (``tasks``), else in the server process.
 
 Modules: ``service`` (what front doors call: enqueue, get, list, cancel, wait, and
 ``restore_jobs`` for the ASGI startup), ``registry`` (the kit's ``AgentRegistry`` over a job's

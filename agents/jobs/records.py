@@ -3,43 +3,65 @@
 Every function here is synchronous (called through ``orkestrel.db.in_thread``) and writes with
 conditional ``UPDATE``s: whichever process's statement lands first wins a claim, and a process
 that lost a job (its heartbeat went stale and another took over) can no longer write to it.
+
+On Celery workers the row is the job's lease: a job sent to the broker is held by no one
+(``owner`` blank) until a worker's task claims it (``claim_job``); a worker's lease that went
+stale is expired (``expire_leases``) and the job sent again, for another worker to claim. A
+message for a job someone else holds, or that has settled, does nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from orkestrel.core import AgentJobInput, QueueRecord
+from orkestrel.core import AgentJobError, AgentJobInput, AgentResult, QueueRecord, validate_job
+from orkestrel.db import chunked
+from orkestrel.protocol import result_payload
 
 from ..models import AgentJob, AgentProfile, config_revision_subquery
 from ..runtime.profile_config import ProfileConfig, profile_config
 
 __all__ = [
+    "LOST_RERUNS",
+    "Beat",
+    "Claim",
+    "JobRequest",
     "JobSettled",
     "JobSpec",
     "Outcome",
     "beat",
+    "claim_job",
     "claim_jobs",
     "create_job",
+    "expire_leases",
     "finish_job",
     "get_job",
     "others_open",
+    "outcome_of",
     "owned_job",
     "request_cancel",
     "save_attempts",
     "start_job",
+    "undelivered",
 ]
 
 Status = AgentJob.Status
 OPEN = AgentJob.OPEN
+# Attempts lost with their worker that are run again beyond the job's retries: a job is started
+# at most ``retries + 1 + LOST_RERUNS`` times. One more loss settles it (it likely kills them).
+LOST_RERUNS = 1
+# How many leases one pass expires (the next pass takes the rest).
+EXPIRE_BATCH = 500
+
+type Claim = Literal["claimed", "held", "settled", "missing"]
 
 
 class JobSettled(Exception):
@@ -70,6 +92,57 @@ class Outcome:
     result: Mapping[str, Any] | None = None
     error_code: str = ""
     error: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRequest:
+    """What a user asks a job to do: a profile, input messages, a system prompt, options.
+
+    ``None`` options take the profile's own; ``system`` follows the profile's prompt.
+    """
+
+    profile: AgentProfile
+    messages: Sequence[Mapping[str, str]]
+    system: str | None = None
+    limit: int | None = None
+    timeout: float | None = None
+    budget: int | None = None
+    allow_partial: bool = False
+    retries: int = 0
+
+    def job(self) -> AgentJobInput:
+        """The kit's job: the profile as provider, and only what the user gave."""
+        job: AgentJobInput = {
+            "provider": self.profile.slug,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in self.messages],
+        }
+        if self.system:
+            job["system"] = self.system
+        if self.limit is not None:
+            job["limit"] = self.limit
+        if self.timeout is not None:
+            job["timeout"] = float(self.timeout)
+        if self.budget is not None:
+            job["budget"] = self.budget
+        return validate_job(job)
+
+
+def outcome_of(value: AgentResult | BaseException, *, cancelled: bool) -> Outcome:
+    """How a job ended, from what its queue answered and whether a cancel was asked for."""
+    if isinstance(value, AgentResult):
+        if cancelled and value.stop == "abort":
+            return Outcome(Status.CANCELLED, result_payload(value))
+        return Outcome(Status.PARTIAL if value.partial else Status.DONE, result_payload(value))
+    partial = result_payload(value.partial) if isinstance(value, AgentJobError) else None
+    if cancelled:
+        return Outcome(Status.CANCELLED, partial)
+    code = getattr(value, "code", None)
+    return Outcome(
+        Status.ERROR,
+        partial,
+        error_code=code.lower() if isinstance(code, str) else "job_failed",
+        error=(str(value) or type(value).__name__)[:2000],
+    )
 
 
 def create_job(
@@ -124,6 +197,64 @@ def claim_jobs(owner: str, stale: float) -> list[QueueRecord]:
         QueueRecord(str(pk), job, attempts)
         for pk, job, attempts in rows.values_list("id", "job", "attempts")
     ]
+
+
+def claim_job(job_id: str, owner: str) -> Claim:
+    """Claim a job sent to workers for ``owner``: ``"claimed"`` when it is now ``owner``'s.
+
+    Only a job nobody holds is claimed (or one ``owner`` holds already): ``"held"`` when
+    another holder has it (if that holder is gone, its lease expires and the job is sent
+    again), ``"settled"`` or ``"missing"`` when there is nothing to run.
+    """
+    claimed = (
+        AgentJob.objects.filter(id=job_id, status__in=OPEN, cancel_requested=False)
+        .filter(Q(owner="") | Q(owner=owner))
+        .update(owner=owner, heartbeat=timezone.now())
+    )
+    if claimed:
+        return "claimed"
+    status = AgentJob.objects.filter(id=job_id).values_list("status", flat=True).first()
+    if status is None:
+        return "missing"
+    return "held" if status in OPEN else "settled"
+
+
+def expire_leases(stale: float) -> list[str]:
+    """Free the open jobs whose holder's heartbeat is older than ``stale`` seconds; their ids.
+
+    A freed job is queued again for nobody, to be sent to the broker; so is a job whose
+    message never reached the broker (no holder and no heartbeat: see ``undelivered``). An
+    expired job whose cancel was requested settles as cancelled, and one that has used its
+    attempts (``retries + 1 + LOST_RERUNS``) settles as an error (``worker_lost``) instead.
+    Each row is freed by a conditional ``UPDATE``: of processes expiring at once, one wins.
+    """
+    now = timezone.now()
+    orphans = AgentJob.objects.filter(status__in=OPEN).filter(
+        (_stale(stale) & ~Q(owner="")) | Q(owner="", heartbeat__isnull=True)
+    )
+    freed: list[str] = []
+    found = orphans.values_list(
+        "pk", "owner", "heartbeat", "cancel_requested", "attempts", "retries"
+    )
+    for pk, owner, heartbeat, cancel_requested, attempts, retries in found[:EXPIRE_BATCH]:
+        still = AgentJob.objects.filter(pk=pk, owner=owner, heartbeat=heartbeat, status__in=OPEN)
+        if cancel_requested:
+            still.update(status=Status.CANCELLED, finished=now)
+        elif attempts >= retries + 1 + LOST_RERUNS:
+            still.update(
+                status=Status.ERROR,
+                error_code="worker_lost",
+                error=f"the job's worker was lost in its last allowed attempt ({attempts})",
+                finished=now,
+            )
+        elif still.update(owner="", heartbeat=now, status=Status.QUEUED):
+            freed.append(str(pk))
+    return freed
+
+
+def undelivered(job_ids: list[str]) -> None:
+    """The messages of these unheld jobs did not reach the broker: the next expiry resends."""
+    AgentJob.objects.filter(id__in=job_ids, owner="", status__in=OPEN).update(heartbeat=None)
 
 
 def others_open(owner: str) -> bool:
@@ -197,16 +328,38 @@ def finish_job(job_id: str, owner: str, outcome: Outcome) -> bool:
     )
 
 
-def beat(owner: str) -> list[str]:
-    """Keep ``owner``'s open jobs alive; return the running ones whose cancel was requested."""
-    held = AgentJob.objects.filter(owner=owner, status__in=OPEN)
-    held.update(heartbeat=timezone.now())
-    return [
-        str(pk)
-        for pk in held.filter(status=Status.RUNNING, cancel_requested=True).values_list(
-            "pk", flat=True
-        )
-    ]
+@dataclass(frozen=True, slots=True)
+class Beat:
+    """What a heartbeat found: running jobs whose cancel was requested, and jobs now held by
+    another process (taken over after this one's beats went stale)."""
+
+    cancelled: frozenset[str]
+    lost: frozenset[str]
+
+
+def beat(owner: str, running: Collection[str]) -> Beat:
+    """Keep the open jobs ``owner`` is ``running`` alive; which of them it must stop.
+
+    Only running jobs are kept alive: a job its holder stopped running (a failure outside
+    the job) goes stale, and is taken over like a dead process's.
+    """
+    now = timezone.now()
+    still: set[str] = set()
+    cancelled: set[str] = set()
+    for some in chunked(list(running)):
+        held = AgentJob.objects.filter(pk__in=some, owner=owner, status__in=OPEN)
+        held.update(heartbeat=now)
+        for pk, status, cancel in held.values_list("pk", "status", "cancel_requested"):
+            still.add(str(pk))
+            if status == Status.RUNNING and cancel:
+                cancelled.add(str(pk))
+    gone = [job_id for job_id in running if job_id not in still]
+    # A job no longer open is mostly one that settled here; only another holder's is lost.
+    kept: set[str] = set()
+    for some in chunked(gone):
+        mine = AgentJob.objects.filter(pk__in=some, owner=owner).values_list("pk", flat=True)
+        kept.update(str(pk) for pk in mine)
+    return Beat(cancelled=frozenset(cancelled), lost=frozenset(gone) - kept)
 
 
 def request_cancel(user_id: int, job_id: str) -> AgentJob:

@@ -1,12 +1,18 @@
 """The job service: what front doors do with agent jobs (enqueue, get, list, cancel, wait).
 
-A job is an asyncio task of the server process, in a context of its own (as chat runs are),
-driving a kit ``AgentQueue`` of its own over the database store: each job has its own
+A job is an asyncio task of the process that runs it, in a context of its own (as chat runs
+are), driving a kit ``AgentQueue`` of its own over the database store: each job has its own
 retries and partial policy, and the process bounds how many run at once. The row is written
-before anything is answered, held by this process (``owner``) and kept alive by a heartbeat;
-the queue then ``restore()``s it from the store. A process that starts up (its first use of
-the service, or ``restore_jobs()`` from the ASGI startup) takes over the open jobs of
-processes whose heartbeat stopped and runs them again; it never touches a live process's.
+before anything is answered, held by the process running it (``owner``) and kept alive by a
+heartbeat; the queue then ``restore()``s it from the store.
+
+Where jobs run is ``ORKESTREL["JOBS_ON"]``. In ``"process"`` (no broker) the web process that
+took the job runs it; a process that starts up (its first use of the service, or
+``restore_jobs()`` from the ASGI startup) takes over the open jobs of processes whose
+heartbeat stopped and runs them again; it never touches a live process's. In ``"workers"``
+the row is stored held by no one and its id sent to the broker (``RUN_JOB``); a Celery
+worker's task claims it and runs it here, with ``run_here`` (``agents.jobs.tasks``), and the
+jobs of lost workers are sent again once their lease expires (``redispatch``).
 """
 
 from __future__ import annotations
@@ -17,37 +23,39 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.db.models import QuerySet
 
+from orkestrel.celery import app as celery_app
 from orkestrel.core import (
-    AgentJobError,
-    AgentJobInput,
     AgentQueue,
-    AgentResult,
     create_agent_queue,
-    validate_job,
 )
 from orkestrel.db import in_thread, parse_id
-from orkestrel.protocol import result_payload
 
-from ..models import AgentJob, AgentProfile
+from ..models import AgentJob
 from .records import (
+    Claim,
+    JobRequest,
     JobSettled,
     JobSpec,
     Outcome,
     beat,
+    claim_job,
     create_job,
+    expire_leases,
     finish_job,
     get_job,
     others_open,
+    outcome_of,
     owned_job,
     request_cancel,
     start_job,
+    undelivered,
 )
 from .registry import ProfileRegistry
 from .store import DatabaseQueueStore
@@ -55,6 +63,7 @@ from .store import DatabaseQueueStore
 __all__ = [
     "CONCURRENCY",
     "HEARTBEAT_SECONDS",
+    "RUN_JOB",
     "STALE_SECONDS",
     "JobRequest",
     "JobService",
@@ -67,8 +76,11 @@ logger = logging.getLogger(__name__)
 
 # A holder beats this often; a job whose heartbeat is older than ``STALE_SECONDS`` is an
 # orphan any process may take over (a few missed beats: a busy database thread is not death).
+# ``ORKESTREL["JOB_HEARTBEAT_SECONDS"]`` and ``["JOB_STALE_SECONDS"]`` change them.
 HEARTBEAT_SECONDS = 2.0
 STALE_SECONDS = 10.0
+# The Celery task that runs one job by id (``agents.jobs.tasks``), sent by name.
+RUN_JOB = "agents.jobs.run_job"
 # Jobs running at once in one process (``ORKESTREL["JOB_CONCURRENCY"]``); the others wait.
 CONCURRENCY = 4
 # How often ``wait`` looks at a job another process runs.
@@ -80,57 +92,6 @@ def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     """A task in a context of its own: its database hops go to the shared database thread,
     not to the thread of the request that started it (which it outlives)."""
     return asyncio.get_running_loop().create_task(work, context=contextvars.Context())
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobRequest:
-    """What a user asks a job to do: a profile, input messages, a system prompt, options.
-
-    ``None`` options take the profile's own; ``system`` follows the profile's prompt.
-    """
-
-    profile: AgentProfile
-    messages: Sequence[Mapping[str, str]]
-    system: str | None = None
-    limit: int | None = None
-    timeout: float | None = None
-    budget: int | None = None
-    allow_partial: bool = False
-    retries: int = 0
-
-    def job(self) -> AgentJobInput:
-        """The kit's job: the profile as provider, and only what the user gave."""
-        job: AgentJobInput = {
-            "provider": self.profile.slug,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in self.messages],
-        }
-        if self.system:
-            job["system"] = self.system
-        if self.limit is not None:
-            job["limit"] = self.limit
-        if self.timeout is not None:
-            job["timeout"] = float(self.timeout)
-        if self.budget is not None:
-            job["budget"] = self.budget
-        return validate_job(job)
-
-
-def outcome_of(value: AgentResult | BaseException, *, cancelled: bool) -> Outcome:
-    """How a job ended, from what its queue answered and whether a cancel was asked for."""
-    if isinstance(value, AgentResult):
-        if cancelled and value.stop == "abort":
-            return Outcome(Status.CANCELLED, result_payload(value))
-        return Outcome(Status.PARTIAL if value.partial else Status.DONE, result_payload(value))
-    partial = result_payload(value.partial) if isinstance(value, AgentJobError) else None
-    if cancelled:
-        return Outcome(Status.CANCELLED, partial)
-    code = getattr(value, "code", None)
-    return Outcome(
-        Status.ERROR,
-        partial,
-        error_code=code.lower() if isinstance(code, str) else "job_failed",
-        error=(str(value) or type(value).__name__)[:2000],
-    )
 
 
 @dataclass
@@ -162,40 +123,75 @@ def _owner_id() -> str:
     return f"{socket.gethostname()[:32]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
+def _option(name: str, default: float) -> float:
+    return float(getattr(settings, "ORKESTREL", {}).get(name, default))
+
+
+def publish(job_ids: Sequence[str]) -> list[str]:
+    """Send each job to the broker (the task's id is the job's); the ids that failed."""
+    failed: list[str] = []
+    for job_id in job_ids:
+        try:
+            celery_app.send_task(RUN_JOB, args=[job_id], task_id=job_id)
+        except Exception:  # noqa: BLE001 - the job stays queued; the next expiry resends it
+            logger.warning("could not send agent job %s to the broker", job_id, exc_info=True)
+            failed.append(job_id)
+    return failed
+
+
 class JobService:
     """Enqueue, get, list, cancel and wait for agent jobs; restore those dead processes left.
 
     ``owner`` names this process on the rows it holds (one service per process); tests make
-    more to play several processes.
+    more to play several processes. ``workers`` says whether jobs go to Celery workers
+    (``None``: ``ORKESTREL["JOBS_ON"]`` decides, at each use); ``heartbeat`` and ``stale``
+    default to ``ORKESTREL["JOB_HEARTBEAT_SECONDS"]`` and ``["JOB_STALE_SECONDS"]``.
     """
 
     def __init__(
         self,
         *,
         owner: str | None = None,
-        heartbeat: float = HEARTBEAT_SECONDS,
-        stale: float = STALE_SECONDS,
+        heartbeat: float | None = None,
+        stale: float | None = None,
         concurrency: int | None = None,
+        workers: bool | None = None,
     ) -> None:
         self.owner = owner or _owner_id()
-        self.heartbeat = heartbeat
-        self.stale = stale
+        self.heartbeat = heartbeat or _option("JOB_HEARTBEAT_SECONDS", HEARTBEAT_SECONDS)
+        self.stale = stale or _option("JOB_STALE_SECONDS", STALE_SECONDS)
         self.concurrency = concurrency
-        self.store = DatabaseQueueStore(self.owner, stale=stale)
+        self.store = DatabaseQueueStore(self.owner, stale=self.stale)
+        self._workers = workers
         self._state: LoopState | None = None
+
+    @property
+    def on_workers(self) -> bool:
+        """Whether jobs are sent to Celery workers rather than run in this process."""
+        if self._workers is not None:
+            return self._workers
+        return getattr(settings, "ORKESTREL", {}).get("JOBS_ON") == "workers"
 
     # -- front doors --------------------------------------------------------------------------
 
     async def enqueue(self, *, user_id: int, request: JobRequest) -> AgentJob:
-        """Store the job durably (held by this process), then start it; the stored row."""
+        """Store the job durably, then start it here or send it to the workers; the row.
+
+        Here, the row is held by this process from the start. For workers it is held by no
+        one until a worker claims it; a job the broker refused is sent again later.
+        """
+        workers = self.on_workers
         row = await in_thread(create_job)(
             user_id=user_id,
             profile=request.profile,
             job=request.job(),
             retries=request.retries,
             allow_partial=request.allow_partial,
-            owner=self.owner,
+            owner="" if workers else self.owner,
         )
+        if workers:
+            await self._dispatch([str(row.pk)])
+            return row
         self._begin()
         self._start(str(row.pk))
         return row
@@ -244,10 +240,59 @@ class JobService:
     async def restore(self) -> list[str]:
         """Take over the open jobs of dead processes and run every held job not running here.
 
-        Returns the ids started. A job a live process holds is left alone.
+        Returns the ids started (for workers: sent again). A job a live process holds is
+        left alone.
         """
+        if self.on_workers:
+            return await self.redispatch()
         records = await self.store.list()
         return [record.id for record in records if self._start(record.id)]
+
+    # -- on workers ---------------------------------------------------------------------------
+
+    async def run_here(self, job_id: str) -> Claim | Literal["ran"]:
+        """Claim the job sent to workers and run it in this process until it settles.
+
+        What a worker's task does with a message: ``"ran"`` once the job has settled here
+        (or was stopped here: its lease was lost, or the process is shutting down); else why
+        there was nothing to run (``claim_job``; ``"held"`` too for a second message of a job
+        this process runs). Never raises for the job's own failure.
+        """
+        state = self._loop_state()
+        if job_id in state.live:
+            return "held"  # a second message for a job this process runs already
+        claim = await in_thread(claim_job)(_key(job_id), self.owner)
+        if claim != "claimed" or not self._start(job_id):
+            return claim
+        task = state.live[job_id].task
+        if task is not None:
+            await asyncio.gather(asyncio.shield(task), return_exceptions=True)
+        return "ran"
+
+    async def redispatch(self) -> list[str]:
+        """Send again the jobs whose holder's lease expired (or whose message was lost)."""
+        job_ids = await in_thread(expire_leases)(self.stale)
+        if job_ids:
+            await self._dispatch(job_ids)
+        return job_ids
+
+    async def sweep(self) -> None:
+        """``redispatch`` every half staleness, for as long as the worker runs."""
+        while True:
+            await self._expire()
+            await asyncio.sleep(self.stale / 2)
+
+    async def _expire(self) -> None:
+        try:
+            await self.redispatch()
+        except Exception:  # noqa: BLE001 - the next pass tries again
+            logger.warning("expiring agent job leases failed", exc_info=True)
+
+    async def _dispatch(self, job_ids: list[str]) -> None:
+        # The broker's client blocks: in a thread of its own, not the database thread.
+        failed = await asyncio.to_thread(publish, job_ids)
+        if failed:
+            await in_thread(undelivered)(failed)
 
     async def recover(self) -> list[str]:
         """``restore`` now, then again while other processes hold open jobs (they may be
@@ -287,6 +332,11 @@ class JobService:
             state.sweeper = spawn(self._sweep(first))
 
     async def _sweep(self, first: bool) -> None:
+        if self.on_workers:
+            # Once, at the first use: the workers' own sweeps go on (``sweep``).
+            if first:
+                await self._expire()
+            return
         while True:
             if first:
                 try:
@@ -313,17 +363,21 @@ class JobService:
         return True
 
     async def _beat(self, state: LoopState) -> None:
-        """Keep the held jobs alive; stop those cancelled through another process."""
+        """Keep the held jobs alive; stop those cancelled through another process, and those
+        another process took over (this one's beats were late: it must not run them too)."""
         while state.live:
             await asyncio.sleep(self.heartbeat)
             try:
-                cancelled = await in_thread(beat)(self.owner)
+                # Only jobs started before the beat: each was held when it started.
+                found = await in_thread(beat)(self.owner, list(state.live))
             except Exception:  # noqa: BLE001 - the next beat tries again
                 logger.warning("agent job heartbeat failed", exc_info=True)
                 continue
-            for job_id in cancelled:
+            for job_id in found.cancelled | found.lost:
                 live = state.live.get(job_id)
                 if live is not None and not live.cancelled:
+                    if job_id in found.lost:
+                        logger.warning("agent job %s was taken over: stopping it here", job_id)
                     live.abort()
 
     async def _execute(self, state: LoopState, job_id: str, live: LiveJob) -> None:

@@ -150,6 +150,8 @@ def _server_env(database: Path) -> dict[str, str]:
             "DEBUG": "false",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "ORKESTREL_DEMO_WORD_DELAY": WORD_DELAY,
+            # No Celery worker serves these servers: their jobs run in the server.
+            "ORKESTREL_JOBS_ON": "process",
             "DJANGO_SETTINGS_MODULE": "orkestrel.settings",
             "PYTHONUNBUFFERED": "1",
         }
