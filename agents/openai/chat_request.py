@@ -138,19 +138,7 @@ def _format(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if value is None:
         return None
     spec = fields.object_field(value, "response_format")
-    kind = spec.get("type")
-    if kind == "text":
-        return None
-    if kind == "json_object":
-        return {"type": "object"}
-    if kind == "json_schema":
-        inner = fields.object_field(spec.get("json_schema"), "response_format.json_schema")
-        return fields.json_schema(inner.get("schema"), "response_format.json_schema.schema")
-    raise bad_request(
-        "'response_format.type' must be 'text', 'json_object' or 'json_schema'.",
-        "response_format.type",
-        "invalid_value",
-    )
+    return fields.answer_schema(spec, "response_format", nested=True)
 
 
 def parse_chat_request(body: Mapping[str, Any], limits: Limits) -> ChatRequest:

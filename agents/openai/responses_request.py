@@ -172,19 +172,9 @@ def _format(body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str
     if shape is None:
         return None, {"format": {"type": "text"}}
     entry = fields.object_field(shape, "text.format")
-    kind = entry.get("type")
-    if kind == "text":
-        return None, {"format": {"type": "text"}}
-    if kind == "json_object":
-        return {"type": "object"}, {"format": {"type": "json_object"}}
-    if kind == "json_schema":
-        schema = fields.json_schema(entry.get("schema"), "text.format.schema")
-        return schema, {"format": dict(entry)}
-    raise bad_request(
-        "'text.format.type' must be 'text', 'json_object' or 'json_schema'.",
-        "text.format.type",
-        "invalid_value",
-    )
+    schema = fields.answer_schema(entry, "text.format", nested=False)
+    shown = dict(entry) if entry.get("type") == "json_schema" else {"type": entry["type"]}
+    return schema, {"format": shown}
 
 
 def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> ResponsesRequest:

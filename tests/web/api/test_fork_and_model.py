@@ -10,21 +10,11 @@ from agents.models import AgentProfile, ProviderEndpoint
 from conversations.models import Conversation, Message
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import create_conversation, create_workspace
-from tests.providers.server import StubServer
 from tests.providers.turns import reply
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def stub():
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

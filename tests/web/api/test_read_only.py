@@ -9,7 +9,6 @@ from django.test import AsyncClient
 from agents.models import AgentProfile, ProviderEndpoint, Tool
 from conversations.models import AuthorityDecision, Conversation, Message
 from orkestrel.core.dispatch import READ_ONLY_REFUSAL
-from tests.providers.server import StubServer
 from tests.providers.turns import reply
 from workspaces.stores import DjangoWorkspaceStore
 
@@ -17,15 +16,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 WRITE = {"operation": "write", "path": "notes.md", "content": "overwritten"}
 LIST = {"operation": "list"}
-
-
-@pytest.fixture
-def stub():
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -12,19 +12,10 @@ from agents.models import AgentProfile, ProviderEndpoint
 from agents.runs import run_service
 from conversations.models import Conversation, Message, Run
 from conversations.services import conversation_state
-from tests.providers.server import Reply, StubServer
+from tests.providers.server import Reply
 from tests.providers.turns import reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def stub():
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -36,16 +36,6 @@ def demo(settings) -> AgentProfile:
 
 
 @pytest.fixture
-def stub() -> Iterator[StubServer]:
-    """A loopback model server speaking OpenAI's wire protocol; script it per request."""
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def upstream(stub: StubServer) -> AgentProfile:
     """A profile (slug ``upstream``, no tools) whose model is the stub server."""
     endpoint = ProviderEndpoint.objects.create(
