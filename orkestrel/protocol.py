@@ -41,6 +41,7 @@ __all__ = [
     "ContextPayload",
     "ErrorFrame",
     "ExhaustFrame",
+    "NoticeFrame",
     "WaitFrame",
     "FinishFrame",
     "FrameError",
@@ -353,6 +354,17 @@ class ExhaustFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NoticeFrame:
+    """Something the user should know that does not stop the run (``compaction_failed``)."""
+
+    type: Literal["notice"] = "notice"
+    run: int
+    seq: int
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WaitFrame:
     """The model server refused for now (a rate limit, an outage): the run retries after
     ``seconds``; ``status`` is the HTTP status (429 for a rate limit, ``None`` without one)."""
@@ -389,6 +401,7 @@ ServerFrame = (
     | AbortFrame
     | ExhaustFrame
     | WaitFrame
+    | NoticeFrame
     | ErrorFrame
 )
 SERVER_FRAMES: dict[str, type[ServerFrame]] = {
@@ -404,6 +417,7 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "abort": AbortFrame,
     "exhaust": ExhaustFrame,
     "wait": WaitFrame,
+    "notice": NoticeFrame,
     "error": ErrorFrame,
 }
 # Field names per frame class, in declaration order (``type`` first), for ``encode``.

@@ -27,6 +27,7 @@ from orkestrel.protocol import (
     ErrorFrame,
     ExhaustFrame,
     FinishFrame,
+    NoticeFrame,
     RunSnapshot,
     SectionPayload,
     ServerFrame,
@@ -205,6 +206,7 @@ class ActiveRun:
         provider = session.agent.provider
         if isinstance(provider, HttpProvider):
             provider.on_retry = self._waiting
+        session.agent.emitter.on("compact_error", self._compaction_failed)
         try:
             stream = session.agent.stream(**session.run_options())
             outcome = stream.result
@@ -234,6 +236,21 @@ class ActiveRun:
             self.flush()
         await self._settle(result, error)
         await self.manager.store_events(self)
+
+    def _compaction_failed(self, error: BaseException) -> None:
+        """Automatic compaction failed: the run goes on with the whole history; say so."""
+        logger.warning(
+            "automatic compaction of conversation %s failed (run %s)",
+            self.conversation_id,
+            self.run_id,
+            exc_info=error,
+        )
+        self.emit(
+            NoticeFrame,
+            code="compaction_failed",
+            message="Older messages could not be summarized; the answer goes on with the "
+            "whole history.",
+        )
 
     def _waiting(self, seconds: float, error: ProviderError) -> None:
         """The model server refused for now and the provider retries: say so, and how long."""

@@ -371,6 +371,9 @@ const handlers = {
   exhaust(frame) {
     if (live && live.id === String(frame.run)) live.exhausted = frame.limit;
   },
+  notice(frame) {
+    notify(frame.message || "Something did not work as expected; the answer goes on.", "warning");
+  },
   wait(frame) {
     const seconds = Math.max(1, Math.round(frame.seconds || 0));
     const why = frame.status === 429 ? "The model is rate-limited" : "The model server failed";

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+from agents.consumers import ChatConsumer
 from agents.management.commands.bootstrap import ensure_demo_profile
 from agents.models import AgentProfile, ProviderEndpoint
+from agents.runs import RunManager
 from conversations.models import Conversation
 
 
@@ -109,3 +111,11 @@ def fresh_channel_layer():
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()
+
+
+@pytest.fixture
+def manager(monkeypatch) -> RunManager:
+    """A fresh run manager per test (the process-wide one is a module global)."""
+    fresh = RunManager()
+    monkeypatch.setattr(ChatConsumer, "manager", fresh)
+    return fresh

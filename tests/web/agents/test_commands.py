@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from agents.consumers import ChatConsumer
-from agents.runs import RunManager
 from agents.runs.commands import Compact, Continue, Say, interpret
 
 from .test_consumers import connect, frames_until
@@ -33,14 +31,6 @@ def test_a_submission_is_read_as_its_command(text, command):
 def test_a_message_with_images_is_always_sent():
     assert interpret("/compact", images=True) == Say("/compact")
     assert interpret("", images=True) == Say("")
-
-
-@pytest.fixture
-def manager(monkeypatch):
-    """A fresh run manager for the socket test (the process-wide one is a module global)."""
-    fresh = RunManager()
-    monkeypatch.setattr(ChatConsumer, "manager", fresh)
-    return fresh
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,7 +8,6 @@ from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from agents.consumers import ChatConsumer
 from agents.routing import websocket_urlpatterns
 from agents.runs import RunManager
 from conversations.models import Message
@@ -16,14 +15,6 @@ from conversations.models import Message
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = [(b"origin", b"http://testserver")]
-
-
-@pytest.fixture
-def manager(monkeypatch):
-    """A fresh run manager per test (the process-wide one is a module global)."""
-    fresh = RunManager()
-    monkeypatch.setattr(ChatConsumer, "manager", fresh)
-    return fresh
 
 
 def application():

@@ -23,11 +23,9 @@ from asgiref.sync import sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from agents.consumers import ChatConsumer
 from agents.framing import MAX_OUTGOING_BYTES
 from agents.models import AgentProfile, ProviderEndpoint
 from agents.routing import websocket_urlpatterns
-from agents.runs import RunManager
 from agents.runs.active import TEXT_FRAME_CHARS
 from conversations.models import Conversation, Message, Run
 from orkestrel.providers.wire import MAX_LINE_BYTES
@@ -41,14 +39,6 @@ KEY_VARIABLE = "FAULT_API_KEY"
 SECRET = "sk-fault-7f3a9c2e1b"  # the endpoint's key: the model server echoes it in errors
 WAIT = 15.0  # seconds any one frame may take on a busy 2-core box
 KINDS = ("openai", "anthropic", "ollama")
-
-
-@pytest.fixture
-def manager(monkeypatch) -> RunManager:
-    """A fresh run manager per test (the process-wide one is a module global)."""
-    fresh = RunManager()
-    monkeypatch.setattr(ChatConsumer, "manager", fresh)
-    return fresh
 
 
 @pytest.fixture
