@@ -14,17 +14,20 @@ from django.http import Http404
 
 from conversations.attachments import discard_attachments, resolve_attachments
 from conversations.models import Conversation, Run
+from conversations.pending import PendingFull
 from conversations.services import ConversationState, conversation_state
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ClientAbort,
     ClientCompact,
     ClientFrame,
+    ClientPendingPop,
     ClientResync,
     ClientSend,
     ErrorFrame,
     FrameError,
     Limits,
+    PendingFrame,
     RunSnapshot,
     ServerFrame,
     StateFrame,
@@ -173,6 +176,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("no_profile", str(error))
         except NothingToContinue as error:
             await self._refuse("nothing_to_continue", str(error))
+        except PendingFull as error:
+            await self._refuse("too_many_pending", str(error))
 
     async def _dispatch(self, frame: ClientFrame) -> None:
         match frame:
@@ -182,6 +187,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.on_abort(frame)
             case ClientCompact():
                 await self.on_compact(frame)
+            case ClientPendingPop():
+                await self.on_pending_pop(frame)
             case ClientResync():
                 await self.on_resync(frame)
             case _:
@@ -220,6 +227,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
         if section is None:
             await self._refuse("nothing_to_compact", "nothing to fold yet")
+
+    async def on_pending_pop(self, frame: ClientPendingPop) -> None:
+        taken = await self.service.pop_pending(
+            user_id=self.user.id, conversation_id=self.conversation_id
+        )
+        # Every tab sees the queue empty; this one gets the texts back for its composer.
+        await self.send_json(PendingFrame(messages=[], taken=taken))
 
     async def on_resync(self, frame: ClientResync) -> None:
         await self._send_state()

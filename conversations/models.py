@@ -24,6 +24,7 @@ __all__ = [
     "AuthorityDecision",
     "Conversation",
     "Message",
+    "PendingMessage",
     "Response",
     "Run",
     "Section",
@@ -532,3 +533,27 @@ class Response(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class PendingMessage(models.Model):
+    """A message sent while a run was busy: queued, durable, seen in every tab, until the next
+    run takes it (merged with the others into one user message) or the user takes it back."""
+
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="pending_messages",
+        verbose_name="conversation",
+    )
+    content = models.TextField("content", blank=True)
+    images = models.JSONField("images", default=list, blank=True, help_text="Base64 strings.")
+    nonce = models.CharField("nonce", max_length=200, blank=True)
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "pending message"
+        verbose_name_plural = "pending messages"
+        ordering = ["created", "id"]
+
+    def __str__(self) -> str:
+        return self.content[:60] or "(images)"

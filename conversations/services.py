@@ -23,10 +23,17 @@ from agents.models import AgentProfile, ProviderEndpoint
 from orkestrel import protocol
 from orkestrel.core import THINKING_LEVELS, estimate_messages
 from orkestrel.core import Conversation as KitConversation
-from orkestrel.protocol import ContextPayload, MessagePayload, SectionPayload, UsagePayload
+from orkestrel.protocol import (
+    ContextPayload,
+    MessagePayload,
+    PendingPayload,
+    SectionPayload,
+    UsagePayload,
+)
 from workspaces.models import Workspace
 
 from .models import AuthorityDecision, Conversation, Message, Run, Section
+from .pending import pending_list
 from .render_pool import render_all
 from .rendering import render_markdown
 
@@ -70,6 +77,7 @@ class ConversationState(TypedDict):
     failures: list[str]
     displays: dict[str, Any]
     last_run: dict[str, Any] | None
+    pending: list[PendingPayload]
     earlier: int
 
 
@@ -515,5 +523,6 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         "failures": failures,
         "displays": displays,
         "last_run": last_run,
+        "pending": list(pending_list(conversation.pk)),
         "earlier": start,
     }

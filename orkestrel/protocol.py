@@ -33,6 +33,7 @@ __all__ = [
     "AbortFrame",
     "ClientAbort",
     "ClientCompact",
+    "ClientPendingPop",
     "ClientFrame",
     "ClientResync",
     "ClientSend",
@@ -42,6 +43,8 @@ __all__ = [
     "ErrorFrame",
     "ExhaustFrame",
     "NoticeFrame",
+    "PendingFrame",
+    "PendingPayload",
     "WaitFrame",
     "FinishFrame",
     "FrameError",
@@ -150,6 +153,15 @@ class RunSnapshot(TypedDict):
     tools: list[ToolPayload]
 
 
+class PendingPayload(TypedDict):
+    """A message waiting for the next run."""
+
+    id: int
+    content: str
+    images_count: int
+    nonce: str
+
+
 class ResultPayload(TypedDict):
     content: str
     thinking: str | None
@@ -240,6 +252,8 @@ class StateFrame:
     displays: dict[str, Any]
     # The latest run when it failed, was stopped or interrupted: {id, status, stop_reason, error}.
     last_run: dict[str, Any] | None
+    # Messages sent while a run was busy, waiting for the next one.
+    pending: list[PendingPayload]
     run: RunSnapshot | None
 
 
@@ -354,6 +368,18 @@ class ExhaustFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PendingFrame:
+    """The conversation's pending messages (sent while a run was busy; the next run takes
+    them, merged), to every tab; ``taken`` is what a ``pending_pop`` gave back to its socket."""
+
+    type: Literal["pending"] = "pending"
+    run: None = None
+    seq: None = None
+    messages: list[PendingPayload]
+    taken: list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NoticeFrame:
     """Something the user should know that does not stop the run (``compaction_failed``)."""
 
@@ -402,6 +428,7 @@ ServerFrame = (
     | ExhaustFrame
     | WaitFrame
     | NoticeFrame
+    | PendingFrame
     | ErrorFrame
 )
 SERVER_FRAMES: dict[str, type[ServerFrame]] = {
@@ -418,6 +445,7 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "exhaust": ExhaustFrame,
     "wait": WaitFrame,
     "notice": NoticeFrame,
+    "pending": PendingFrame,
     "error": ErrorFrame,
 }
 # Field names per frame class, in declaration order (``type`` first), for ``encode``.
@@ -478,17 +506,25 @@ class ClientCompact:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClientPendingPop:
+    """Take the pending messages back (into the composer, to edit): seed 004's ``pendingPop``."""
+
+    type: Literal["pending_pop"] = "pending_pop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClientResync:
     """Ask for a fresh ``state`` frame (after a sequence gap)."""
 
     type: Literal["resync"] = "resync"
 
 
-ClientFrame = ClientSend | ClientAbort | ClientCompact | ClientResync
+ClientFrame = ClientSend | ClientAbort | ClientCompact | ClientPendingPop | ClientResync
 CLIENT_FRAMES: dict[str, type[ClientFrame]] = {
     "send": ClientSend,
     "abort": ClientAbort,
     "compact": ClientCompact,
+    "pending_pop": ClientPendingPop,
     "resync": ClientResync,
 }
 
@@ -618,6 +654,8 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
         return ClientCompact(focus=focus or None)
     if kind == "abort":
         return ClientAbort()
+    if kind == "pending_pop":
+        return ClientPendingPop()
     return ClientResync()
 
 

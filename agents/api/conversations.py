@@ -28,11 +28,12 @@ from conversations import services, transfer
 from conversations.attachments import attach_image, discard_attachments, resolve_attachments
 from conversations.forks import ForkBusy, fork_conversation
 from conversations.models import Conversation
+from conversations.pending import PendingFull, pending_list
 from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 
 from ..runs import Busy
 from ..runs.errors import NothingToContinue, StartFailed, TooManyRuns
-from ..runs.service import Compacted
+from ..runs.service import Compacted, Queued
 from ..runtime.spec import NoProfileError
 from .base import JsonErrors, deferred_json, user_id
 from .errors import Conflict, RunFailed, TooManyRunsError
@@ -174,14 +175,16 @@ class ConversationViewSet(
         description=(
             "Stores the user message, then starts a run. Answers `202` with the run at once; "
             "with `?wait=true` when the run has settled (`200`); with `Accept: "
-            "text/event-stream` the run's events stream on the same response."
+            "text/event-stream` the run's events stream on the same response. While a run is "
+            "going the message is stored as pending (`202` with `pending`): the next run takes "
+            "it. Slash commands: `/compact [focus]` (`200` with `compacted`), `/continue`."
         ),
         request=MessageCreateSerializer,
         parameters=[OpenApiParameter("wait", bool, description="Answer once the run settled.")],
         responses={
             202: RunSerializer,
             200: RunSerializer,
-            409: OpenApiResponse(description="A reply is still running in this conversation."),
+            409: OpenApiResponse(description="`/continue` while a reply is running."),
             429: OpenApiResponse(description="Too many of the user's replies are running."),
             (200, "text/event-stream"): EVENT_STREAM_RESPONSE,
         },
@@ -215,6 +218,8 @@ class ConversationViewSet(
             )
         except NothingToContinue as error:
             raise exceptions.ValidationError({"content": [str(error)]}) from None
+        except PendingFull as error:
+            raise TooManyRunsError(str(error)) from None
         except Busy as error:
             raise Conflict(str(error)) from None
         except TooManyRuns as error:
@@ -228,6 +233,9 @@ class ConversationViewSet(
             if sent.section is None:
                 raise exceptions.ValidationError({"content": ["Nothing to fold yet."]})
             return Response({"compacted": sent.section})
+        if isinstance(sent, Queued):
+            # A run is going: the message waits for the next one (it takes them all, merged).
+            return Response({"pending": sent.pending}, status=status.HTTP_202_ACCEPTED)
         handle = sent
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return event_stream(self.service.follow_batches(handle.id, idle=HEARTBEAT_SECONDS))
@@ -238,6 +246,31 @@ class ConversationViewSet(
         response = Response(body, status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
         return response
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The messages waiting for the next run",
+        description=(
+            "Messages sent while a run was going: the next run takes them all, merged into one "
+            "user message, in the order they were sent."
+        ),
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @extend_schema(
+        methods=["DELETE"],
+        summary="Take the pending messages back",
+        description="Removes them and answers their texts, oldest first (to edit and resend).",
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get", "delete"])
+    def pending(self, request: Request, pk: str) -> Response:
+        conversation = _conversation(request, pk)
+        if request.method == "DELETE":
+            taken = async_to_sync(self.service.pop_pending)(
+                user_id=user_id(request), conversation_id=str(conversation.pk)
+            )
+            return Response({"taken": taken})
+        return Response({"pending": pending_list(conversation.pk)})
 
     def _transcript(self, request: Request, pk: str) -> Response:
         before = request.query_params.get("before")

@@ -74,6 +74,8 @@ class RunHost(Protocol):
 
     async def store_events(self, active: ActiveRun) -> None: ...
 
+    async def next_from_pending(self, user_id: int, conversation_id: str) -> Any: ...
+
 
 @dataclass
 class ActiveRun:
@@ -236,6 +238,8 @@ class ActiveRun:
             self.flush()
         await self._settle(result, error)
         await self.manager.store_events(self)
+        # Messages sent while this run was busy start the next one (seed 004's ``pending``).
+        await self.manager.next_from_pending(self.session.spec.user_id, self.conversation_id)
 
     def _compaction_failed(self, error: BaseException) -> None:
         """Automatic compaction failed: the run goes on with the whole history; say so."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "Busy",
+    "NothingPending",
     "NothingToContinue",
     "ProfileForbidden",
     "StartFailed",
@@ -55,3 +56,7 @@ class NothingToContinue(ValueError):
 
 class ProfileForbidden(PermissionError):
     """The profile exists, but operators have not given this user access to it."""
+
+
+class NothingPending(LookupError):
+    """A start from the pending messages found none (another start took them)."""

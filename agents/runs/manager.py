@@ -15,15 +15,17 @@ from typing import Any
 
 from django.conf import settings
 
+from conversations.pending import has_pending
 from orkestrel.core import Message, mint_id
 from orkestrel.db import in_thread
+from orkestrel.protocol import PendingFrame, encode
 
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
 from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
-from .errors import Busy, StartFailed
+from .errors import Busy, NothingPending, StartFailed, TooManyRuns
 from .fanout import FanOut, Subscriber, spawn
 from .payloads import compaction_payload
 from .records import ConversationSeed, RunLimits, finish_run, prepare_run, save_events
@@ -103,6 +105,7 @@ class RunManager:
         seed: ConversationSeed | None = None,
         overrides: RunOverrides | None = None,
         results: Mapping[str, str] | None = None,
+        from_pending: bool = False,
     ) -> ActiveRun:
         """Persist the user message, then start a run. Raises ``Busy`` while one runs.
 
@@ -133,6 +136,7 @@ class RunManager:
                 seed=seed,
                 overrides=overrides,
                 results=results,
+                from_pending=from_pending,
             )
             try:
                 session = await ChatSession.from_loaded(loaded, overrides)
@@ -159,6 +163,26 @@ class RunManager:
             self._starting.discard(conversation_id)
         active.started(user_payload, nonce, title)
         active.task = spawn(active.drive())
+        return active
+
+    async def next_from_pending(self, user_id: int, conversation_id: str) -> ActiveRun | None:
+        """Start the conversation's next run from its pending messages, if it has any and is
+        free (here and in every other process); the run, or ``None``."""
+        if self.busy(conversation_id) or not await in_thread(has_pending)(conversation_id):
+            return None
+        try:
+            active = await self.start(
+                user_id=user_id, conversation_id=conversation_id, content=None, from_pending=True
+            )
+        except (Busy, NothingPending):
+            return None  # another start (here or elsewhere) took them, or holds the slot
+        except (TooManyRuns, StartFailed):
+            logger.warning(
+                "pending messages of %s wait: the next run could not start", conversation_id
+            )
+            return None
+        # The run took them all: every tab sees the queue empty.
+        self.publish(conversation_id, encode(PendingFrame(messages=[], taken=[])))
         return active
 
     def abort(self, conversation_id: str, reason: str = "stopped by user") -> bool:

@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import Conversation, Run
+from conversations.pending import merged, take_pending
 from conversations.services import UNFINISHED, fill_tool_results
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
@@ -30,6 +31,7 @@ from ..runtime.overrides import RunOverrides
 from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec
 from .errors import (
     Busy,
+    NothingPending,
     NothingToContinue,
     ProfileForbidden,
     ToolClash,
@@ -305,6 +307,7 @@ def prepare_run(
     seed: ConversationSeed | None = None,
     overrides: RunOverrides | None = None,
     results: Mapping[str, str] | None = None,
+    from_pending: bool = False,
 ) -> tuple[LoadedSession, int, TokenUsage, MessagePayload | None, str]:
     """Take the run slot, load the session and store the user message, in one transaction.
 
@@ -312,7 +315,8 @@ def prepare_run(
     to output) fill in the client tool calls the conversation waits for; without a
     ``message`` the run answers the history as it stands (a tool result came last). A refused
     start (``Busy``, ``TooManyRuns``, ``ToolClash``, ``UnknownProfile``, ``UnknownToolCall``)
-    stores nothing. Few statements on
+    stores nothing. ``from_pending`` makes the message of the conversation's pending messages,
+    merged (``NothingPending`` when there are none). Few statements on
     purpose: each one hands the GIL to the event loop and waits to get it back, so under load
     a start's wall time grows with its statement count.
     """
@@ -331,6 +335,10 @@ def prepare_run(
             try:
                 with transaction.atomic():
                     store = DjangoConversationStore(owner=user_id)
+                    if from_pending:
+                        message = merged(take_pending(conversation_id))
+                        if message is None:
+                            raise NothingPending(conversation_id)
                     if results:
                         missing = fill_tool_results(conversation_id, results, PENDING_CONTENT)
                         if missing is not None:

@@ -14,11 +14,20 @@ from typing import Any, assert_never
 
 from channels.layers import get_channel_layer
 
+from conversations.pending import pop_pending, queue_pending
 from orkestrel.db import in_thread
-from orkestrel.protocol import CompactionFrame, MessagePayload, SectionPayload, encode
+from orkestrel.protocol import (
+    CompactionFrame,
+    MessagePayload,
+    PendingFrame,
+    PendingPayload,
+    SectionPayload,
+    encode,
+)
 
 from ..runtime.overrides import RunOverrides
 from .commands import Compact, Continue, Say, interpret
+from .errors import Busy
 from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
 from .payloads import compaction_payload
@@ -32,7 +41,7 @@ from .records import (
 )
 from .relay import follow_remote
 
-__all__ = ["TERMINAL", "Compacted", "RunHandle", "RunService", "run_service"]
+__all__ = ["TERMINAL", "Compacted", "Queued", "RunHandle", "RunService", "run_service"]
 
 # The frame types that end a run's stream (an ``error`` ends it only when it carries the run).
 TERMINAL = frozenset({"finish", "error"})
@@ -47,6 +56,13 @@ class RunHandle:
     id: int
     conversation_id: str
     message: MessagePayload | None
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """A message sent while a run was busy: stored as pending for the next run."""
+
+    pending: list[PendingPayload]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,19 +118,23 @@ class RunService:
         content: str,
         images: tuple[str, ...] = (),
         nonce: str | None = None,
-    ) -> RunHandle | Compacted:
+    ) -> RunHandle | Queued | Compacted:
         """What a person submits: a message (trimmed), or a slash command (``commands``) done
         just before its run; ``NothingToContinue`` for ``/continue`` on an empty
-        conversation."""
+        conversation. A message sent while a run is busy is queued as pending (``Queued``):
+        the next run takes it."""
         match interpret(content, images=bool(images)):
             case Say(content=text):
-                return await self.start(
-                    user_id=user_id,
-                    conversation_id=conversation_id,
-                    content=text,
-                    images=images,
-                    nonce=nonce,
-                )
+                try:
+                    return await self.start(
+                        user_id=user_id,
+                        conversation_id=conversation_id,
+                        content=text,
+                        images=images,
+                        nonce=nonce,
+                    )
+                except Busy:
+                    return await self._queue(user_id, conversation_id, text, images, nonce)
             case Continue():
                 return await self.start(
                     user_id=user_id, conversation_id=conversation_id, content=None, nonce=nonce
@@ -127,6 +147,27 @@ class RunService:
                 )
             case unknown:
                 assert_never(unknown)
+
+    async def _queue(
+        self,
+        user_id: int,
+        conversation_id: str,
+        content: str,
+        images: tuple[str, ...],
+        nonce: str | None,
+    ) -> Queued:
+        pending = await in_thread(queue_pending)(user_id, conversation_id, content, images, nonce)
+        self.manager.publish(conversation_id, encode(PendingFrame(messages=pending, taken=[])))
+        # The run may have ended meanwhile: then nothing else would take them.
+        await self.manager.next_from_pending(user_id, conversation_id)
+        return Queued(pending)
+
+    async def pop_pending(self, *, user_id: int, conversation_id: str) -> list[str]:
+        """Take the pending messages back (seed 004's ``pendingPop``): their texts, oldest
+        first; every tab sees the queue empty."""
+        taken = await in_thread(pop_pending)(user_id, conversation_id)
+        self.manager.publish(conversation_id, encode(PendingFrame(messages=[], taken=[])))
+        return taken
 
     async def retry(self, *, user_id: int, record: RunRecord) -> RunHandle:
         """Answer again after a failed, stopped or interrupted run (the latest of its

@@ -216,6 +216,30 @@ retryButton.addEventListener("click", async () => {
   }
 });
 
+// -- pending messages: sent while an answer runs, the next run takes them ------------------
+
+const pendingBox = document.getElementById("pending-box");
+
+/** Show the messages the server holds for the next run (our own bubbles for them go). */
+function showPending(messages) {
+  for (const message of messages) {
+    const own = message.nonce ? pending.get(message.nonce) : null;
+    if (own) {
+      own.li.remove();
+      pending.delete(message.nonce);
+    }
+  }
+  const items = messages.map((message) =>
+    el("li", { text: message.content || `${message.images_count} image(s)` }),
+  );
+  pendingBox.querySelector(".pending-list").replaceChildren(...items);
+  pendingBox.hidden = messages.length === 0;
+}
+
+document.getElementById("pending-edit").addEventListener("click", () => {
+  if (!send({ type: "pending_pop" })) notify("Not connected right now; reconnecting…", "warning");
+});
+
 function renderState(state) {
   notes = {
     denials: state.denials || {},
@@ -233,6 +257,7 @@ function renderState(state) {
   }
   transcript.replaceChildren(...nodes);
   showRunNote(state.last_run);
+  showPending(state.pending || []);
   showUsage(state.usage);
   showContext(state.context);
 }
@@ -370,6 +395,10 @@ const handlers = {
   },
   exhaust(frame) {
     if (live && live.id === String(frame.run)) live.exhausted = frame.limit;
+  },
+  pending(frame) {
+    showPending(frame.messages || []);
+    if (frame.taken && frame.taken.length) restoreDraft(frame.taken.join("\n\n"));
   },
   notice(frame) {
     notify(frame.message || "Something did not work as expected; the answer goes on.", "warning");

@@ -104,3 +104,37 @@ def test_the_connection_state_sits_by_the_composer_and_jump_to_latest_returns(
     jump.click()
     expect(alice.get_by_text("answer 129", exact=True)).to_be_in_viewport()
     expect(jump).to_be_hidden()
+
+
+def test_a_message_sent_while_the_answer_streams_is_queued_then_sent_after(
+    alice: Any, screenshots: Path
+) -> None:
+    said = "A first question that takes a while to answer"
+    new_chat(alice, "Queue")
+    send(alice, said)
+    wait_for_partial_answer(alice, demo_echo(said))
+    send(alice, "and a second one")
+    box = alice.get_by_test_id("pending-box")
+    expect(box).to_be_visible()
+    expect(box).to_contain_text("and a second one")
+    alice.screenshot(path=str(screenshots / "queued.png"), full_page=True)
+    # The first answer ends; the queue starts the next run with the queued message.
+    expect(alice.locator("#transcript > .msg-user")).to_have_count(2, timeout=30_000)
+    expect(alice.locator("#transcript > .msg-user").last).to_contain_text("and a second one")
+    expect(box).to_be_hidden()
+    wait_until_idle(alice, 2)
+    expect(alice.locator("#transcript > .msg-assistant")).to_have_count(2)
+
+
+def test_a_queued_message_can_be_taken_back_into_the_composer(alice: Any) -> None:
+    said = "Another slow question for the queue"
+    new_chat(alice, "Take back")
+    send(alice, said)
+    wait_for_partial_answer(alice, demo_echo(said))
+    send(alice, "on second thought")
+    expect(alice.get_by_test_id("pending-box")).to_be_visible()
+    alice.get_by_test_id("pending-edit").click()
+    expect(alice.get_by_test_id("pending-box")).to_be_hidden()
+    expect(alice.get_by_test_id("message-input")).to_have_value("on second thought")
+    wait_until_idle(alice, 1)
+    expect(alice.locator("#transcript > .msg-user")).to_have_count(1)

@@ -23,6 +23,8 @@ import psycopg
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
+from conversations.pending import MAX_PENDING
+
 from .conftest import SETUP_CODE, _server_env, _shell, _stop, start_daphne
 
 SEED = """
@@ -152,7 +154,8 @@ async def receive(socket: ClientConnection) -> dict[str, Any]:
 
 
 async def outcome(socket: ClientConnection, nonce: str) -> dict[str, Any]:
-    """This socket's answer to its ``send``: its own ``started`` or a ``busy`` refusal.
+    """This socket's answer to its ``send``: its own ``started``, the ``pending`` frame that
+    queued it (a run was busy), or a refusal.
 
     With a shared channel layer the socket also sees the other process's run: skipped.
     """
@@ -160,8 +163,26 @@ async def outcome(socket: ClientConnection, nonce: str) -> dict[str, Any]:
         frame = await receive(socket)
         if frame["type"] == "started" and frame["nonce"] == nonce:
             return frame
+        if frame["type"] == "pending" and any(m["nonce"] == nonce for m in frame["messages"]):
+            return frame
         if frame["type"] == "error" and frame.get("run") is None:
             return frame
+
+
+async def taken_back(socket: ClientConnection) -> list[str]:
+    """Take the queue back (``pending_pop``): the texts this socket got."""
+    await socket.send(json.dumps({"type": "pending_pop"}))
+    while True:
+        frame = await receive(socket)
+        if frame["type"] == "pending" and frame["taken"]:
+            return frame["taken"]
+
+
+def in_own_loop(coroutine: Any) -> None:
+    """Run ``coroutine`` on a loop of its own: the browser tests' sync Playwright keeps one
+    running on this thread for the whole package."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
 
 
 async def until_finish(socket: ClientConnection, run: int) -> dict[str, Any]:
@@ -171,9 +192,13 @@ async def until_finish(socket: ClientConnection, run: int) -> dict[str, Any]:
             return frame
 
 
-async def test_two_processes_sent_the_same_conversation_at_once_run_one_answer_the_other_busy(
+def test_two_processes_sent_the_same_conversation_at_once_run_one_answer_and_queue_the_other(
     pair: Pair,
 ) -> None:
+    in_own_loop(_race(pair))
+
+
+async def _race(pair: Pair) -> None:
     conversation = pair.conversations["race"]
     sockets = [await open_socket(pair, server, conversation) for server in (0, 1)]
     try:
@@ -190,11 +215,12 @@ async def test_two_processes_sent_the_same_conversation_at_once_run_one_answer_t
                 *(outcome(s, n) for s, n in zip(sockets, nonces, strict=True))
             )
             kinds = sorted(frame["type"] for frame in got)
-            assert kinds == ["error", "started"], got
-            loser = next(frame for frame in got if frame["type"] == "error")
-            assert loser["code"] == "busy"
+            assert kinds == ["pending", "started"], got
             index = next(i for i, frame in enumerate(got) if frame["type"] == "started")
             winners.append(nonces[index])
+            # The loser's message waits for the next run: take it back, so none starts.
+            taken = await taken_back(sockets[1 - index])
+            assert [text.split()[0] for text in taken] == [nonces[1 - index]]
             # Stopped at once: the next race starts from a free slot.
             await sockets[index].send(json.dumps({"type": "abort"}))
             finish = await until_finish(sockets[index], got[index]["run"])
@@ -217,25 +243,31 @@ async def test_two_processes_sent_the_same_conversation_at_once_run_one_answer_t
     assert [content.split()[0] for content in found["users"]] == [*winners, "hi"]
 
 
-async def test_a_raw_websocket_flood_is_answered_while_another_socket_chats(pair: Pair) -> None:
+def test_a_raw_websocket_flood_is_answered_while_another_socket_chats(pair: Pair) -> None:
+    in_own_loop(_flood(pair))
+
+
+async def _flood(pair: Pair) -> None:
     flood, calm = pair.conversations["flood"], pair.conversations["calm"]
     flooder = await open_socket(pair, 0, flood)
     neighbour = await open_socket(pair, 0, calm)
     frames: list[dict[str, Any]] = []
-    busy = bad = 0
+    queued = bad = 0
     done = asyncio.Event()
 
     async def read() -> None:
-        nonlocal busy, bad
+        nonlocal queued, bad
         while not done.is_set():
             frame = await receive(flooder)
             frames.append(frame)
-            if frame["type"] == "error" and frame.get("run") is None:
-                if frame["code"] == "busy":
-                    busy += 1
+            if frame["type"] == "pending" and frame["messages"]:
+                queued += 1  # the send was queued for the next run
+            elif frame["type"] == "error" and frame.get("run") is None:
+                if frame["code"] == "too_many_pending":
+                    queued += 1  # refused: the queue is full
                 else:
                     bad += 1
-            if busy == SENDS - 1 and bad == BAD_FRAMES:
+            if queued == SENDS - 1 and bad == BAD_FRAMES:
                 done.set()
 
     reader = asyncio.create_task(read())
@@ -258,8 +290,11 @@ async def test_a_raw_websocket_flood_is_answered_while_another_socket_chats(pair
         assert len(runs) == 1
         codes = [f["code"] for f in frames if f["type"] == "error" and f.get("run") is None]
         expected = [BAD[n % len(BAD)][1] for n in range(BAD_FRAMES)]
-        assert [c for c in codes if c != "busy"] == expected
-        # The flooding socket still works: stop its run, see the stop land.
+        assert [c for c in codes if c != "too_many_pending"] == expected
+        # The flooding socket still works: take its queue back, stop its run, see both land.
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        assert len(await taken_back(flooder)) == MAX_PENDING
         await flooder.send(json.dumps({"type": "abort"}))
         end = await until_finish(flooder, runs[0]["run"])
         assert end["type"] == "finish" and end["result"]["stop"] == "abort"

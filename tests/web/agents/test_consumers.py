@@ -10,7 +10,7 @@ from channels.testing import WebsocketCommunicator
 
 from agents.routing import websocket_urlpatterns
 from agents.runs import RunManager
-from conversations.models import Message
+from conversations.models import Message, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,21 +120,52 @@ async def test_abort_frame_commits_the_partial(user, conversation, demo, manager
     await socket.disconnect()
 
 
-async def test_send_while_busy_gets_a_busy_frame(user, conversation, demo, manager, settings):
+async def test_messages_sent_while_busy_wait_and_start_the_next_run_merged(
+    user, conversation, demo, manager, settings
+):
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.02}
+    socket, _ = await connect(user, conversation)
+    await socket.send_json_to({"type": "send", "content": "one", "nonce": "n1"})
+    await frames_until(socket, "started")
+    await socket.send_json_to({"type": "send", "content": "two", "nonce": "n2"})
+    await socket.send_json_to({"type": "send", "content": "three", "nonce": "n3"})
+    queued = await frames_until(socket, "pending")
+    while [m["content"] for m in queued[-1]["messages"]] != ["two", "three"]:
+        queued = await frames_until(socket, "pending")
+    await socket.send_json_to({"type": "abort"})
+    await frames_until(socket, "finish")
+    # The stop ended the first run; the queue starts the next, as one message.
+    nxt = await frames_until(socket, "started")
+    assert nxt[-1]["message"]["content"] == "two\n\nthree"
+    await frames_until(socket, "finish")
+    contents = await sync_to_async(list)(
+        Message.objects.filter(conversation=conversation, role="user")
+        .order_by("position")
+        .values_list("content", flat=True)
+    )
+    assert list(contents) == ["one", "two\n\nthree"]
+    await socket.disconnect()
+
+
+async def test_pending_messages_can_be_taken_back_and_then_start_nothing(
+    user, conversation, demo, manager, settings
+):
     settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.02}
     socket, _ = await connect(user, conversation)
     await socket.send_json_to({"type": "send", "content": "one"})
-    await socket.send_json_to({"type": "send", "content": "two"})
-    frames = await frames_until(socket, "error")
-    assert frames[-1]["code"] == "busy"
+    await frames_until(socket, "started")
+    await socket.send_json_to({"type": "send", "content": "fix me"})
+    await frames_until(socket, "pending")
+    await socket.send_json_to({"type": "pending_pop"})
+    taken = await frames_until(socket, "pending")
+    while not taken[-1]["taken"]:
+        taken = await frames_until(socket, "pending")
+    assert taken[-1]["taken"] == ["fix me"] and taken[-1]["messages"] == []
     await socket.send_json_to({"type": "abort"})
     await frames_until(socket, "finish")
-    contents = await sync_to_async(list)(
-        Message.objects.filter(conversation=conversation, role="user").values_list(
-            "content", flat=True
-        )
-    )
-    assert list(contents) == ["one"]
+    await manager.drain()
+    runs = await sync_to_async(Run.objects.filter(conversation=conversation).count)()
+    assert runs == 1
     await socket.disconnect()
 
 

@@ -21,6 +21,7 @@ from agents.consumers import ChatConsumer
 from agents.routing import websocket_urlpatterns
 from agents.runs import RunManager
 from conversations.models import Conversation, Message, Run
+from conversations.pending import MAX_PENDING
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,7 +83,7 @@ def _stored(conversation) -> tuple[list[str], int]:
     ).count()
 
 
-async def test_a_flood_of_sends_starts_one_run_and_answers_every_other_send_busy(
+async def test_a_flood_of_sends_starts_one_run_queues_a_bounded_few_and_refuses_the_rest(
     user, conversation, demo, manager, settings
 ):
     # Slow words: the one run outlives the flood (it is stopped once every answer is in).
@@ -90,17 +91,24 @@ async def test_a_flood_of_sends_starts_one_run_and_answers_every_other_send_busy
     socket = await connect(user, conversation)
     for n in range(SENDS):  # without waiting for any answer
         await socket.send_json_to({"type": "send", "content": f"message {n} " + "word " * 50})
-    frames, busy = [], 0
-    while busy < SENDS - 1:
+    frames, answered = [], 0
+    while answered < SENDS - 1:
         frame = await socket.receive_json_from(timeout=WAIT)
         frames.append(frame)
-        busy += frame["type"] == "error" and frame["code"] == "busy"
+        answered += frame["type"] == "pending" or (
+            frame["type"] == "error" and frame["code"] == "too_many_pending"
+        )
+    # Take the queue back so that no second run starts, then stop the first.
+    await socket.send_json_to({"type": "pending_pop"})
     await socket.send_json_to({"type": "abort"})
     frames += await until(socket, "finish")
     kinds = Counter(f["type"] for f in frames)
     assert kinds["started"] == 1 and frames[0]["message"]["content"].startswith("message 0 ")
+    queued = [f for f in frames if f["type"] == "pending" and f["messages"]]
+    assert len(queued) == MAX_PENDING and len(queued[-1]["messages"]) == MAX_PENDING
     errors = [f for f in frames if f["type"] == "error"]
-    assert len(errors) == SENDS - 1 and {f["code"] for f in errors} == {"busy"}
+    assert len(errors) == SENDS - 1 - MAX_PENDING
+    assert {f["code"] for f in errors} == {"too_many_pending"}
     assert frames[-1]["result"]["stop"] == "abort"
     contents, runs = await sync_to_async(_stored)(conversation)
     assert runs == 1 and len(contents) == 1 and contents[0].startswith("message 0 ")

@@ -180,12 +180,20 @@ async def test_a_websocket_and_an_sse_follower_see_the_same_frames(
     assert seen == sse
 
 
-async def test_a_second_send_while_running_is_409_and_stores_nothing(alice_key, conversation, slow):
+async def test_a_second_send_while_running_waits_as_pending_and_can_be_taken_back(
+    alice_key, conversation, slow
+):
     client = client_for(alice_key)
     url = f"/api/conversations/{conversation.pk}/messages/"
     first = await client.post(url, {"content": "first"}, content_type="application/json")
     second = await client.post(url, {"content": "second"}, content_type="application/json")
-    assert second.status_code == 409 and second.json()["code"] == "busy"
+    assert second.status_code == 202
+    assert [m["content"] for m in second.json()["pending"]] == ["second"]
+    pending = f"/api/conversations/{conversation.pk}/pending/"
+    listed = await client.get(pending)
+    assert [m["content"] for m in listed.json()["pending"]] == ["second"]
+    taken = await client.delete(pending)
+    assert taken.json() == {"taken": ["second"]}
     run_service.cancel(str(conversation.pk))
     await run_service.wait(first.json()["id"])
     contents = await sync_to_async(list)(

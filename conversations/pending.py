@@ -1,0 +1,97 @@
+"""Pending messages: what a person sends while an answer is running, kept until the next run.
+
+As seed 004's ``pending``: stored at once (durable, shown in every tab), merged into one user
+message when a run takes them, or taken back into the composer (``pendingPop``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from orkestrel.core import Message, mint_id
+from orkestrel.protocol import PendingPayload
+
+from .models import Conversation, PendingMessage
+
+__all__ = [
+    "MAX_PENDING",
+    "PendingFull",
+    "has_pending",
+    "merged",
+    "pending_list",
+    "pop_pending",
+    "queue_pending",
+    "take_pending",
+]
+
+
+def _payload(row: PendingMessage) -> PendingPayload:
+    return {
+        "id": row.pk,
+        "content": row.content,
+        "images_count": len(row.images or []),
+        "nonce": row.nonce,
+    }
+
+
+# At most this many messages wait in one conversation: each is shown in every tab.
+MAX_PENDING = 50
+
+
+class PendingFull(RuntimeError):
+    """The conversation already has ``MAX_PENDING`` messages waiting."""
+
+
+def has_pending(conversation_id: str) -> bool:
+    return PendingMessage.objects.filter(conversation_id=conversation_id).exists()
+
+
+def pending_list(conversation_id: Any) -> list[PendingPayload]:
+    """The conversation's pending messages, oldest first."""
+    rows = PendingMessage.objects.filter(conversation_id=conversation_id).order_by("created", "id")
+    return [_payload(row) for row in rows]
+
+
+def queue_pending(
+    user_id: int, conversation_id: str, content: str, images: tuple[str, ...], nonce: str | None
+) -> list[PendingPayload]:
+    """Queue a message on the user's conversation (``LookupError`` if not theirs); the list."""
+    if not Conversation.objects.filter(pk=conversation_id, owner_id=user_id).exists():
+        raise LookupError(conversation_id)
+    if PendingMessage.objects.filter(conversation_id=conversation_id).count() >= MAX_PENDING:
+        raise PendingFull(f"{MAX_PENDING} messages are waiting already; wait for the answer")
+    PendingMessage.objects.create(
+        conversation_id=conversation_id, content=content, images=list(images), nonce=nonce or ""
+    )
+    return pending_list(conversation_id)
+
+
+def take_pending(conversation_id: str) -> list[PendingMessage]:
+    """Remove and return the conversation's pending messages, oldest first (call it inside
+    the transaction that uses them: a rollback puts them back)."""
+    rows = list(
+        PendingMessage.objects.select_for_update()
+        .filter(conversation_id=conversation_id)
+        .order_by("created", "id")
+    )
+    PendingMessage.objects.filter(pk__in=[row.pk for row in rows]).delete()
+    return rows
+
+
+def pop_pending(user_id: int, conversation_id: str) -> list[str]:
+    """Take the user's pending messages back: their texts, oldest first."""
+    with transaction.atomic():
+        if not Conversation.objects.filter(pk=conversation_id, owner_id=user_id).exists():
+            raise LookupError(conversation_id)
+        return [row.content for row in take_pending(conversation_id)]
+
+
+def merged(rows: list[PendingMessage]) -> Message | None:
+    """The pending messages as one user message, in the order they were sent."""
+    if not rows:
+        return None
+    text = "\n\n".join(row.content for row in rows if row.content)
+    images = tuple(image for row in rows for image in (row.images or []))
+    return Message(mint_id(), "user", text, images=images or None)
