@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from typing import Any
 
 import openai
 import pytest
+
+from tests.processes import log_tail, stop_group
 
 from .openai_setup import (
     OPENAI_SETUP_CODE,
@@ -134,13 +135,6 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def _server_env(database: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("REDIS_URL", None)  # one process: the in-memory channel layer
@@ -180,7 +174,7 @@ def start_daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         if process.poll() is not None:
-            pytest.fail(f"daphne exited with {process.returncode}:\n{_tail(log)}")
+            pytest.fail(f"daphne exited with {process.returncode}:\n{log_tail(log)}")
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
                 if response.status == 200:
@@ -188,23 +182,9 @@ def start_daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes
         except (urllib.error.URLError, OSError):
             pass
         if time.monotonic() > deadline:
-            _stop(process)
-            pytest.fail(f"daphne did not answer /healthz in {START_TIMEOUT}s:\n{_tail(log)}")
+            stop_group(process)
+            pytest.fail(f"daphne did not answer /healthz in {START_TIMEOUT}s:\n{log_tail(log)}")
         time.sleep(0.1)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate the server's whole process group, forcefully if it lingers."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
-    except ProcessLookupError:
-        return
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
 
 
 @pytest.fixture(scope="package", autouse=True)
@@ -233,7 +213,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     try:
         yield Server(url=url, log=log, cookie=made["cookie"], sessions=made["sessions"], env=env)
     finally:
-        _stop(process)
+        stop_group(process)
 
 
 @pytest.fixture(scope="package")

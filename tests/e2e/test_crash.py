@@ -11,7 +11,9 @@ from pathlib import Path
 
 import httpx
 
-from .conftest import SETUP_CODE, _server_env, _shell, _stop, start_daphne
+from tests.processes import stop_group
+
+from .conftest import SETUP_CODE, _server_env, _shell, start_daphne
 
 SEED = """
 import json
@@ -62,7 +64,7 @@ def test_a_killed_server_keeps_the_streamed_answer_and_a_plain_restart_closes_th
                     os.killpg(first.pid, signal.SIGKILL)
                     break
     finally:
-        _stop(first)
+        stop_group(first)
     assert run_id is not None and len(streamed) > 50
 
     second, url = start_daphne(env, log)  # a plain restart: no ``bootstrap``
@@ -76,7 +78,7 @@ def test_a_killed_server_keeps_the_streamed_answer_and_a_plain_restart_closes_th
                 time.sleep(0.5)
             transcript = client.get(f"/api/conversations/{seeded['conversation']}/messages/")
     finally:
-        _stop(second)
+        stop_group(second)
     assert run["status"] == "interrupted" and run["stop_reason"] == "interrupted"
     kept = run["content"]
     assert streamed.startswith(kept)

@@ -24,8 +24,9 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from conversations.pending import MAX_PENDING
+from tests.processes import stop_group
 
-from .conftest import SETUP_CODE, _server_env, _shell, _stop, start_daphne
+from .conftest import SETUP_CODE, _server_env, _shell, start_daphne
 
 SEED = """
 import json
@@ -114,7 +115,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
                 except BaseException:
                     for other in starting:
                         if other is not future and other.exception() is None:
-                            _stop(other.result()[0])
+                            stop_group(other.result()[0])
                     raise
         yield Pair(
             urls=(processes[0][1], processes[1][1]),
@@ -124,7 +125,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         )
     finally:
         for process, _ in processes:
-            _stop(process)
+            stop_group(process)
         if postgres is not None:
             _drop_postgres(postgres[1])
 

@@ -36,6 +36,7 @@ from kombu import Connection
 
 from agents.jobs.service import RUN_JOB
 from orkestrel.celery import app as celery_app
+from tests.processes import log_tail, stop_group
 
 BROKER = os.environ.get("CELERY_BROKER_URL", "")
 pytestmark = pytest.mark.skipif(
@@ -112,30 +113,9 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _tail(path: Path, lines: int = 60) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def _bin(name: str) -> str:
     beside = Path(sys.executable).with_name(name)
     return str(beside if beside.exists() else REPO / ".venv" / "bin" / name)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate a process group (a worker's warm shutdown), forcefully if it lingers."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
-    except ProcessLookupError:
-        return
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
 
 
 def until[T](probe: Callable[[], T | None], what: str, timeout: float = TIMEOUT) -> T:
@@ -226,15 +206,15 @@ class Stack:
 
         def ready() -> bool:
             if process.poll() is not None:
-                pytest.fail(f"worker {name} exited with {process.returncode}:\n{_tail(log)}")
+                pytest.fail(f"worker {name} exited with {process.returncode}:\n{log_tail(log)}")
             return worker.said(" ready.")
 
-        until(ready, f"worker {name} to be ready:\n{_tail(log)}", START_TIMEOUT)
+        until(ready, f"worker {name} to be ready:\n{log_tail(log)}", START_TIMEOUT)
         return worker
 
     def stop_workers(self) -> None:
         for worker in self.workers:
-            _stop(worker.process)
+            stop_group(worker.process, grace=20.0)
         self.workers.clear()
 
 
@@ -318,17 +298,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
             def healthy() -> bool:
                 if server.poll() is not None:
-                    pytest.fail(f"daphne exited with {server.returncode}:\n{_tail(log)}")
+                    pytest.fail(f"daphne exited with {server.returncode}:\n{log_tail(log)}")
                 try:
                     return httpx.get(f"{made.url}/healthz", timeout=2).status_code == 200
                 except httpx.HTTPError:
                     return False
 
-            until(healthy, f"daphne to answer /healthz:\n{_tail(log)}", START_TIMEOUT)
+            until(healthy, f"daphne to answer /healthz:\n{log_tail(log)}", START_TIMEOUT)
             yield made
         finally:
             made.stop_workers()
-            _stop(server)
+            stop_group(server)
             _delete_queue(queue)
 
 
