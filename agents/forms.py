@@ -32,7 +32,7 @@ class AuthorityRuleForm(forms.ModelForm):
 
     class Meta:
         model = AuthorityRule
-        fields = ["position", "tool_glob", "conditions", "zone", "allowed", "reason"]
+        fields = ["position", "tool_glob", "conditions", "zone", "verdict", "approver", "reason"]
         widgets = {
             "conditions": forms.Textarea(attrs={"rows": 2, "cols": 40}),
             "reason": forms.TextInput(attrs={"size": 30}),

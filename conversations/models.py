@@ -22,6 +22,7 @@ from orkestrel.core.messages import MessageRole, is_tool_call, to_outcome
 __all__ = [
     "Attachment",
     "AuthorityDecision",
+    "ToolApproval",
     "Conversation",
     "Message",
     "PendingMessage",
@@ -35,7 +36,7 @@ __all__ = [
 ID_LENGTH = 255
 # Spelled out at module level: a ``Meta`` body cannot see its model's nested choices.
 _ROLES = sorted(get_args(MessageRole))
-_STATUSES = ["queued", "running", "done", "partial", "error", "interrupted"]
+_STATUSES = ["queued", "running", "done", "partial", "error", "interrupted", "awaiting_approval"]
 
 
 class Conversation(models.Model):
@@ -297,12 +298,13 @@ class Run(models.Model):
         PARTIAL = "partial", "partial"
         ERROR = "error", "error"
         INTERRUPTED = "interrupted", "interrupted"
+        AWAITING_APPROVAL = "awaiting_approval", "awaiting approval"
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="runs", verbose_name="conversation"
     )
     status = models.CharField(
-        "status", max_length=16, choices=Status.choices, default=Status.QUEUED
+        "status", max_length=24, choices=Status.choices, default=Status.QUEUED
     )
     stop_reason = models.CharField("stop reason", max_length=64, blank=True)
     usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
@@ -342,10 +344,11 @@ class Run(models.Model):
         ordering = ["-created"]
         indexes = [models.Index(fields=["status"], name="conv_run_status_idx")]
         constraints = [
-            # One run at a time per conversation, across every process: the run slot.
+            # One run at a time per conversation, across every process: the run slot. A run
+            # that waits for a person's approval holds it too, until it goes on.
             models.UniqueConstraint(
                 fields=["conversation"],
-                condition=Q(status__in=("queued", "running")),
+                condition=Q(status__in=("queued", "running", "awaiting_approval")),
                 name="conv_run_one_active",
             ),
             models.CheckConstraint(
@@ -465,6 +468,84 @@ class ToolFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} failed"
+
+
+class ToolApproval(models.Model):
+    """A tool call an ``ask`` rule held for a person's decision, and that decision.
+
+    The run that made the call settled as ``awaiting_approval``; once every call it held is
+    decided, the next run executes the approved ones (with their edited arguments), answers
+    the denied ones with their reason, and goes on.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        APPROVED = "approved", "approved"
+        DENIED = "denied", "denied"
+        EXPIRED = "expired", "expired"
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="approvals", verbose_name="run"
+    )
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="approvals", verbose_name="conversation"
+    )
+    tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH)
+    tool_name = models.CharField("tool", max_length=200)
+    arguments = models.JSONField("arguments", default=dict, blank=True)
+    parameters = models.JSONField(
+        "parameters",
+        null=True,
+        blank=True,
+        help_text="The tool's argument schema when it asked: edited arguments must match it.",
+    )
+    rule = models.ForeignKey(
+        "agents.AuthorityRule",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="approvals",
+        verbose_name="rule",
+    )
+    rule_label = models.CharField("rule", max_length=300, blank=True)
+    zone = models.CharField("zone", max_length=64, blank=True)
+    approver = models.CharField("approver", max_length=8, default="owner")
+    status = models.CharField(
+        "status", max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    reason = models.TextField("reason", blank=True)
+    edited = models.BooleanField("arguments edited", default=False)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name="decided by",
+    )
+    decided = models.DateTimeField("decided", null=True, blank=True)
+    # Set once the next run took the decision (executed the call or answered the denial).
+    applied = models.BooleanField("applied", default=False)
+    expires = models.DateTimeField("expires", null=True, blank=True)
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "tool approval"
+        verbose_name_plural = "tool approvals"
+        ordering = ["created", "pk"]
+        indexes = [models.Index(fields=["status", "applied"], name="conv_approval_open_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "tool_call_id"], name="conv_approval_call_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=("pending", "approved", "denied", "expired")),
+                name="conv_approval_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.status})"
 
 
 class Attachment(models.Model):

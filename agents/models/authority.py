@@ -61,8 +61,30 @@ class AuthorityRule(models.Model):
         help_text='Argument tests, e.g. {"path": {"pattern": "^/etc/"}}; '
         "kinds: equals, in, pattern, exists.",
     )
+    class Verdict(models.TextChoices):
+        ALLOW = "allow", "allow"
+        DENY = "deny", "deny"
+        ASK = "ask", "ask a person"
+
+    class Approver(models.TextChoices):
+        OWNER = "owner", "the conversation's owner"
+        STAFF = "staff", "an operator (in the admin)"
+
     zone = models.CharField("zone", max_length=64, default="default")
-    allowed = models.BooleanField("allows", default=False)
+    verdict = models.CharField(
+        "verdict",
+        max_length=8,
+        choices=Verdict.choices,
+        default=Verdict.DENY,
+        help_text="ask: the run pauses before the call until a person approves or denies it.",
+    )
+    approver = models.CharField(
+        "approver",
+        max_length=8,
+        choices=Approver.choices,
+        default=Approver.OWNER,
+        help_text="Who decides a call this rule asks about.",
+    )
     reason = models.CharField("reason", max_length=255, blank=True)
 
     class Meta:
@@ -75,11 +97,27 @@ class AuthorityRule(models.Model):
             ),
             models.CheckConstraint(condition=~Q(tool_glob=""), name="agents_rule_glob_set"),
             models.CheckConstraint(condition=~Q(zone=""), name="agents_rule_zone_set"),
+            models.CheckConstraint(
+                condition=Q(verdict__in=("allow", "deny", "ask")), name="agents_rule_verdict_known"
+            ),
         ]
 
     def __str__(self) -> str:
-        verdict = "allow" if self.allowed else "deny"
-        return f"#{self.position} {verdict} {self.tool_glob}"
+        return f"#{self.position} {self.verdict} {self.tool_glob}"
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the rule lets a call run (an ``ask`` does, once a person approves)."""
+        return self.verdict != self.Verdict.DENY
+
+    @allowed.setter
+    def allowed(self, value: bool) -> None:
+        self.verdict = self.Verdict.ALLOW if value else self.Verdict.DENY
+
+    @property
+    def asks(self) -> bool:
+        """Whether a call this rule matches waits for a person's decision."""
+        return self.verdict == self.Verdict.ASK
 
     def matches(self, name: str, arguments: Mapping[str, Any]) -> bool:
         """Whether this rule applies to a call of tool ``name`` with ``arguments``."""

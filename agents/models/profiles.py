@@ -110,6 +110,22 @@ class AgentProfile(models.Model):
         default=False,
         help_text="Only read-only (safe) tools run in its conversations; writes are refused.",
     )
+    class OnApprovalTimeout(models.TextChoices):
+        DENY = "deny", "deny the call"
+        WAIT = "wait", "keep waiting"
+
+    approval_timeout = models.PositiveIntegerField(
+        "approval timeout (s)",
+        null=True,
+        blank=True,
+        help_text="How long a call that asks a person waits for a decision; empty: no limit.",
+    )
+    approval_timeout_action = models.CharField(
+        "when nobody decides",
+        max_length=8,
+        choices=OnApprovalTimeout.choices,
+        default=OnApprovalTimeout.DENY,
+    )
     # Who may use it: everyone when both are empty.
     users = models.ManyToManyField(
         settings.AUTH_USER_MODEL,

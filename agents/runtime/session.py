@@ -412,8 +412,7 @@ def _rule_label(rule: AuthorityRule | None, decision: Decision) -> str:
         return "read-only mode"
     if rule is None:
         return "fallback"
-    verdict = "allow" if rule.allowed else "deny"
-    return f"#{rule.position} {rule.tool_glob} → {verdict}"
+    return f"#{rule.position} {rule.tool_glob} → {rule.verdict}"
 
 
 def _jsonable(arguments: Mapping[str, Any]) -> Any:
