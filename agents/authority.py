@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from orkestrel.core import (
     Authority,
@@ -22,7 +22,14 @@ from orkestrel.core import AuthorityRule as CoreRule
 from .conditions import compile_matcher
 from .models import AuthorityPolicy, AuthorityRule
 
-__all__ = ["DecisionHook", "PolicyAuthority", "compile_policy", "evaluate_policy"]
+__all__ = [
+    "NO_APPROVER",
+    "ApprovalHolder",
+    "DecisionHook",
+    "PolicyAuthority",
+    "compile_policy",
+    "evaluate_policy",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -30,16 +37,31 @@ DecisionHook = Callable[[ToolCall, AuthorityDecision, AuthorityRule | None], Non
 """Called with each evaluated call, its decision, and the deciding rule (``None``: fallback)."""
 
 
-class PolicyAuthority(Authority):
-    """The kit's gate over one policy's rules, reporting every decision to ``on_decision``."""
+NO_APPROVER = "this call needs a person's approval, and this run cannot wait for one"
+"""The denial of an ``ask`` where no person can answer (a job, a run without a gate)."""
 
-    __slots__ = ("_on_decision", "policy", "rows")
+
+class ApprovalHolder(Protocol):
+    """Where an ``ask`` verdict's call goes to wait for a person (the run's approval gate)."""
+
+    def hold(self, call: ToolCall, rule: AuthorityRule) -> None: ...
+
+
+class PolicyAuthority(Authority):
+    """The kit's gate over one policy's rules, reporting every decision to ``on_decision``.
+
+    A rule whose verdict is ``ask`` lets its call through to ``holder``, which keeps it from
+    running until a person decides; with no holder, it denies (``NO_APPROVER``).
+    """
+
+    __slots__ = ("_holder", "_on_decision", "policy", "rows")
 
     def __init__(
         self,
         policy: AuthorityPolicy,
         rows: Sequence[AuthorityRule],
         on_decision: DecisionHook | None = None,
+        holder: ApprovalHolder | None = None,
     ) -> None:
         super().__init__(
             [_core_rule(row) for row in rows],
@@ -50,6 +72,7 @@ class PolicyAuthority(Authority):
         self.policy = policy
         self.rows: tuple[AuthorityRule, ...] = tuple(rows)
         self._on_decision = on_decision
+        self._holder = holder
 
     def rule_for(self, decision: AuthorityDecision) -> AuthorityRule | None:
         """The rule row that made ``decision`` (``None`` when the fallback decided)."""
@@ -59,9 +82,16 @@ class PolicyAuthority(Authority):
         self, context: AuthorityContext | ToolCall | Mapping[str, Any]
     ) -> AuthorityDecision:
         decision = super().evaluate(context)
+        rule = self.rule_for(decision)
+        if rule is not None and rule.asks and decision.allowed:
+            if self._holder is not None:
+                # Recorded once a person decides (``ToolApproval``), not now.
+                self._holder.hold(_as_call(context), rule)
+                return decision
+            decision = AuthorityDecision(decision.zone, False, NO_APPROVER, decision.rule)
         if self._on_decision is not None:
             try:
-                self._on_decision(_as_call(context), decision, self.rule_for(decision))
+                self._on_decision(_as_call(context), decision, rule)
             except Exception:
                 # A broken recorder must not change the verdict or crash the run.
                 logger.exception("authority decision hook failed for policy %r", self.policy.name)
@@ -87,8 +117,18 @@ def _core_rule(row: AuthorityRule) -> CoreRule:
     )
 
 
+class _Hypothetical:
+    """A holder for calls that are only tried (the admin's evaluator): nothing waits."""
+
+    def hold(self, call: ToolCall, rule: AuthorityRule) -> None:
+        return None
+
+
 def compile_policy(
-    policy: AuthorityPolicy, *, on_decision: DecisionHook | None = None
+    policy: AuthorityPolicy,
+    *,
+    on_decision: DecisionHook | None = None,
+    holder: ApprovalHolder | None = None,
 ) -> PolicyAuthority:
     """The kit ``Authority`` for ``policy``: its rules by position, then its fallback.
 
@@ -98,13 +138,14 @@ def compile_policy(
     """
     # ``rules.all()`` honours a ``prefetch_related("rules")`` the caller already did.
     rows = sorted(policy.rules.all(), key=lambda row: row.position)
-    return PolicyAuthority(policy, rows, on_decision)
+    return PolicyAuthority(policy, rows, on_decision, holder)
 
 
 def evaluate_policy(
     policy: AuthorityPolicy, tool_name: str, arguments: Mapping[str, Any]
 ) -> tuple[AuthorityDecision, AuthorityRule | None]:
-    """Decide one hypothetical call against ``policy``: the decision and its rule (or ``None``)."""
-    authority = compile_policy(policy)
+    """Decide one hypothetical call against ``policy``: the decision and its rule (or ``None``;
+    a rule that asks lets the call through to a person)."""
+    authority = compile_policy(policy, holder=_Hypothetical())
     decision = authority.evaluate(ToolCall("evaluate", tool_name, dict(arguments)))
     return decision, authority.rule_for(decision)

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from conversations.approvals import ApprovalRefused, Decision
 from conversations.attachments import discard_attachments, resolve_attachments
 from conversations.models import Conversation, Run
 from conversations.pending import PendingFull
@@ -19,6 +20,7 @@ from conversations.services import ConversationState, conversation_state
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ClientAbort,
+    ClientApprove,
     ClientCompact,
     ClientFrame,
     ClientPendingPop,
@@ -178,6 +180,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("nothing_to_continue", str(error))
         except PendingFull as error:
             await self._refuse("too_many_pending", str(error))
+        except ApprovalRefused as error:
+            await self._refuse(error.code, str(error))
 
     async def _dispatch(self, frame: ClientFrame) -> None:
         match frame:
@@ -189,6 +193,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.on_compact(frame)
             case ClientPendingPop():
                 await self.on_pending_pop(frame)
+            case ClientApprove():
+                await self.on_approve(frame)
             case ClientResync():
                 await self.on_resync(frame)
             case _:
@@ -234,6 +240,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
         # Every tab sees the queue empty; this one gets the texts back for its composer.
         await self.send_json(PendingFrame(messages=[], taken=taken))
+
+    async def on_approve(self, frame: ClientApprove) -> None:
+        try:
+            await self.service.decide(
+                user_id=self.user.id,
+                username=self.user.get_username(),
+                approval_id=frame.id,
+                decision=Decision(frame.decision == "approve", frame.reason, frame.arguments),
+            )
+        except LookupError:
+            await self._refuse("not_found", "no such approval")
 
     async def on_resync(self, frame: ClientResync) -> None:
         await self._send_state()

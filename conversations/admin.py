@@ -19,7 +19,17 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .models import AuthorityDecision, Conversation, Message, Response, Run, Section, ToolFailure
+from .approvals import ApprovalRefused, Decision, decide
+from .models import (
+    AuthorityDecision,
+    Conversation,
+    Message,
+    Response,
+    Run,
+    Section,
+    ToolApproval,
+    ToolFailure,
+)
 
 # A transcript page stays renderable however long the history: the newest live messages and
 # the first originals of each section are shown, with a count of the rest.
@@ -229,6 +239,56 @@ class AuthorityDecisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["conversation"]
     search_fields = ["tool_name", "rule_label", "reason"]
     date_hierarchy = "created"
+
+
+@admin.register(ToolApproval)
+class ToolApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Calls an ``ask`` rule held: who decided them and when. An operator decides the pending
+    ones here (those whose rule's approver is staff wait for this); the conversation goes on
+    within seconds (the next sweep)."""
+
+    list_display = [
+        "created",
+        "tool_name",
+        "status",
+        "approver",
+        "rule_label",
+        "decided_by",
+        "decided",
+        "conversation",
+    ]
+    list_filter = ["status", "approver", "created"]
+    list_select_related = ["conversation", "decided_by"]
+    search_fields = ["tool_name", "rule_label", "reason", "conversation__title"]
+    date_hierarchy = "created"
+    actions = ["approve", "deny"]
+
+    @admin.action(description="Approve the selected pending calls")
+    def approve(self, request: HttpRequest, queryset: QuerySet[ToolApproval]) -> None:
+        self._decide(request, queryset, Decision(True))
+
+    @admin.action(description="Deny the selected pending calls")
+    def deny(self, request: HttpRequest, queryset: QuerySet[ToolApproval]) -> None:
+        self._decide(request, queryset, Decision(False, "denied by an operator"))
+
+    def _decide(
+        self, request: HttpRequest, queryset: QuerySet[ToolApproval], decision: Decision
+    ) -> None:
+        done, operator = 0, request.user.pk
+        assert operator is not None  # the admin lets only a signed-in operator in
+        for pk in queryset.filter(status=ToolApproval.Status.PENDING).values_list("pk", flat=True):
+            try:
+                decide(
+                    pk,
+                    decision,
+                    user_id=operator,
+                    username=request.user.get_username(),
+                    operator=True,
+                )
+            except (LookupError, ApprovalRefused):
+                continue  # decided meanwhile
+            done += 1
+        self.message_user(request, f"{done} call(s) decided; their conversations go on shortly.")
 
 
 @admin.register(ToolFailure)

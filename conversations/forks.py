@@ -88,6 +88,7 @@ def fork_conversation(*, user: User, conversation_id: str, message_id: str) -> C
             origin=source.origin,
             model=source.model,
             thinking=source.thinking,
+            read_only=source.read_only,
             forked_from=source,
             forked_at=message_id,
             workspace=workspace,

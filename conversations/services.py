@@ -24,6 +24,7 @@ from orkestrel import protocol
 from orkestrel.core import THINKING_LEVELS, estimate_messages
 from orkestrel.core import Conversation as KitConversation
 from orkestrel.protocol import (
+    ApprovalPayload,
     ContextPayload,
     MessagePayload,
     PendingPayload,
@@ -32,6 +33,7 @@ from orkestrel.protocol import (
 )
 from workspaces.models import Workspace
 
+from .approvals import pending_approvals
 from .models import AuthorityDecision, Conversation, Message, Run, Section
 from .pending import pending_list
 from .render_pool import render_all
@@ -78,6 +80,7 @@ class ConversationState(TypedDict):
     displays: dict[str, Any]
     last_run: dict[str, Any] | None
     pending: list[PendingPayload]
+    approvals: list[ApprovalPayload]
     earlier: int
 
 
@@ -524,5 +527,6 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         "displays": displays,
         "last_run": last_run,
         "pending": list(pending_list(conversation.pk)),
+        "approvals": pending_approvals(str(conversation.pk)),
         "earlier": start,
     }

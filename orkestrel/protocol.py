@@ -25,13 +25,17 @@ from django.conf import settings
 from orkestrel.core import AgentResult, TokenUsage, ToolCall, ToolResult
 
 __all__ = [
+    "APPROVAL_DECISIONS",
     "CLIENT_FRAMES",
     "IMAGE_SIGNATURES",
     "MAX_FRAME_BYTES",
     "MAX_IMAGES",
     "SERVER_FRAMES",
     "AbortFrame",
+    "ApprovalFrame",
+    "ApprovalPayload",
     "ClientAbort",
+    "ClientApprove",
     "ClientCompact",
     "ClientPendingPop",
     "ClientFrame",
@@ -66,6 +70,7 @@ __all__ = [
     "encodable",
     "encode_text",
     "check_attachments",
+    "check_decision",
     "check_image",
     "check_message",
     "message_payload",
@@ -162,6 +167,28 @@ class PendingPayload(TypedDict):
     nonce: str
 
 
+class ApprovalPayload(TypedDict):
+    """A tool call held for a person's decision (``status``: pending, approved, denied,
+    expired); ``approver`` is ``owner`` or ``staff`` (an operator, in the admin)."""
+
+    id: int
+    call_id: str
+    tool: str
+    arguments: Any
+    parameters: Any
+    approver: str
+    status: str
+    reason: str
+    rule: str
+    zone: str
+    run: int
+    conversation: str
+    created: str
+    expires: str | None
+    decided: str | None
+    decided_by: str | None
+
+
 class ResultPayload(TypedDict):
     content: str
     thinking: str | None
@@ -254,6 +281,8 @@ class StateFrame:
     last_run: dict[str, Any] | None
     # Messages sent while a run was busy, waiting for the next one.
     pending: list[PendingPayload]
+    # Tool calls waiting for a person's decision.
+    approvals: list[ApprovalPayload]
     run: RunSnapshot | None
 
 
@@ -380,6 +409,18 @@ class PendingFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalFrame:
+    """The conversation's tool calls that wait for a person, to every tab: sent when a run
+    pauses on them and after each decision; ``decided`` is the approval just decided."""
+
+    type: Literal["approval"] = "approval"
+    run: None = None
+    seq: None = None
+    approvals: list[ApprovalPayload]
+    decided: ApprovalPayload | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NoticeFrame:
     """Something the user should know that does not stop the run (``compaction_failed``)."""
 
@@ -429,6 +470,7 @@ ServerFrame = (
     | WaitFrame
     | NoticeFrame
     | PendingFrame
+    | ApprovalFrame
     | ErrorFrame
 )
 SERVER_FRAMES: dict[str, type[ServerFrame]] = {
@@ -446,6 +488,7 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "wait": WaitFrame,
     "notice": NoticeFrame,
     "pending": PendingFrame,
+    "approval": ApprovalFrame,
     "error": ErrorFrame,
 }
 # Field names per frame class, in declaration order (``type`` first), for ``encode``.
@@ -512,6 +555,21 @@ class ClientPendingPop:
     type: Literal["pending_pop"] = "pending_pop"
 
 
+APPROVAL_DECISIONS = ("approve", "deny")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientApprove:
+    """Decide a held tool call: approve it (with edited ``arguments``, optionally) or deny it
+    (``reason`` is what the model reads)."""
+
+    type: Literal["approve"] = "approve"
+    id: int
+    decision: Literal["approve", "deny"]
+    reason: str = ""
+    arguments: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientResync:
     """Ask for a fresh ``state`` frame (after a sequence gap)."""
@@ -519,12 +577,15 @@ class ClientResync:
     type: Literal["resync"] = "resync"
 
 
-ClientFrame = ClientSend | ClientAbort | ClientCompact | ClientPendingPop | ClientResync
+ClientFrame = (
+    ClientSend | ClientAbort | ClientCompact | ClientPendingPop | ClientApprove | ClientResync
+)
 CLIENT_FRAMES: dict[str, type[ClientFrame]] = {
     "send": ClientSend,
     "abort": ClientAbort,
     "compact": ClientCompact,
     "pending_pop": ClientPendingPop,
+    "approve": ClientApprove,
     "resync": ClientResync,
 }
 
@@ -656,7 +717,41 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
         return ClientAbort()
     if kind == "pending_pop":
         return ClientPendingPop()
+    if kind == "approve":
+        return _approve_frame(data)
     return ClientResync()
+
+
+def check_decision(
+    decision: object, reason: object, arguments: object, *, prefix: str = ""
+) -> tuple[Literal["approve", "deny"], str, dict[str, Any] | None]:
+    """Validate a decision on a held call (the ``approve`` frame, the API's ``decide``)."""
+    if decision == "approve" or decision == "deny":
+        verdict: Literal["approve", "deny"] = decision
+    else:
+        raise FrameError("invalid", f"{prefix}decision must be 'approve' or 'deny'")
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str) or len(reason) > 2000 or not encodable(reason):
+        raise FrameError("invalid", f"{prefix}reason must be a string of at most 2000 characters")
+    if arguments is not None:
+        if not isinstance(arguments, dict):
+            raise FrameError("invalid", f"{prefix}arguments must be a JSON object")
+        if verdict == "deny":
+            raise FrameError("invalid", f"{prefix}arguments are for an approval, not a denial")
+        if not encodable(json.dumps(arguments, ensure_ascii=False)):
+            raise FrameError("invalid", f"{prefix}arguments hold an unpaired surrogate")
+    return verdict, reason.strip(), arguments
+
+
+def _approve_frame(data: Mapping[str, Any]) -> ClientApprove:
+    approval = data.get("id")
+    if type(approval) is not int or approval < 1:
+        raise FrameError("invalid", "approve.id must be an approval's id")
+    decision, reason, arguments = check_decision(
+        data.get("decision"), data.get("reason"), data.get("arguments"), prefix="approve."
+    )
+    return ClientApprove(id=approval, decision=decision, reason=reason, arguments=arguments)
 
 
 def _short(value: object) -> str:

@@ -204,7 +204,15 @@ class RunSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     conversation = serializers.UUIDField(source="conversation_id")
     status = serializers.ChoiceField(
-        choices=["queued", "running", "done", "partial", "error", "interrupted"]
+        choices=[
+            "queued",
+            "running",
+            "done",
+            "partial",
+            "error",
+            "interrupted",
+            "awaiting_approval",
+        ]
     )
     stop_reason = serializers.CharField(
         help_text="done, abort, exhaust or interrupted (empty while running)."

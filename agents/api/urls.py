@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from . import schema  # noqa: F401 - registers the API key scheme with drf-spectacular
+from .approvals import ApprovalViewSet
 from .conversations import ConversationViewSet
 from .profiles import ProfileViewSet
 from .runs import RunViewSet
@@ -15,6 +16,7 @@ router = SimpleRouter()
 router.register("profiles", ProfileViewSet, basename="api-profile")
 router.register("conversations", ConversationViewSet, basename="api-conversation")
 router.register("runs", RunViewSet, basename="api-run")
+router.register("approvals", ApprovalViewSet, basename="api-approval")
 
 urlpatterns = [
     path("keys/", include("agents.api.keys")),

@@ -1,5 +1,6 @@
 """``/v1/responses``: OpenAI's Responses API, with the conversation stored here
-(``previous_response_id`` continues it; the client sends only the new input)."""
+(``previous_response_id`` continues it, or branches it from an earlier response; the client
+sends only the new input)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from typing import Any
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
+from conversations.forks import ForkBusy
 from conversations.responses import (
-    NotLatest,
+    Continuation,
     StoredResponse,
     continued_conversation,
     delete_response,
+    discard_branch,
     owned_response,
     record_response,
 )
@@ -25,6 +28,7 @@ from orkestrel.protocol import Limits
 
 from ..models import AgentProfile
 from ..runs import run_service
+from ..runtime.client_tools import PENDING_CONTENT
 from .access import Caller, authenticate
 from .endpoint import (
     KEEP_ALIVE,
@@ -36,7 +40,7 @@ from .endpoint import (
     json_response,
     openai_view,
 )
-from .errors import bad_request, model_forbidden, model_not_found, not_found
+from .errors import OpenAIError, bad_request, model_forbidden, model_not_found, not_found
 from .outcome import Outcome
 from .responses import ResponseWriter
 from .responses_request import ResponsesRequest, parse_responses_request
@@ -45,19 +49,20 @@ from .starts import start_run
 __all__ = ["create_response", "response_detail"]
 
 
-def _continued(user_id: int, model: str, previous: str) -> str:
+def _continued(user_id: int, model: str, previous: str) -> Continuation:
     if not enabled_profiles(user_id).filter(slug=model).exists():
         if AgentProfile.objects.filter(slug=model, enabled=True).exists():
             raise model_forbidden(model)
         raise model_not_found(model)
     try:
-        return continued_conversation(user_id, previous)
-    except NotLatest:
-        raise bad_request(
-            f"Previous response with id '{previous}' was continued already; continue its "
-            "latest response (branching is not supported).",
-            "previous_response_id",
-            "previous_response_not_latest",
+        return continued_conversation(user_id, previous, PENDING_CONTENT)
+    except ForkBusy:
+        raise OpenAIError(
+            409,
+            "A later response in the conversation of previous_response_id is still running; "
+            "wait for it before branching.",
+            param="previous_response_id",
+            code="conversation_busy",
         ) from None
     except LookupError:
         raise bad_request(
@@ -72,10 +77,18 @@ async def create_response(request: HttpRequest) -> HttpResponseBase:
     """Run the profile on the new input; the response whole, or as its stream of events."""
     caller = await authenticate(request)
     asked = parse_responses_request(json_body(request), Limits.from_settings())
-    conversation_id = None
+    continuation = None
     if asked.previous is not None:
-        conversation_id = await in_thread(_continued)(caller.user_id, asked.model, asked.previous)
-    writer, run_id = await _start(caller, asked, conversation_id)
+        continuation = await in_thread(_continued)(caller.user_id, asked.model, asked.previous)
+    try:
+        writer, run_id = await _start(
+            caller, asked, continuation.conversation_id if continuation else None
+        )
+    except Exception:
+        if continuation is not None and continuation.branched:
+            # A refused start stores nothing, a branch included.
+            await in_thread(discard_branch)(continuation.conversation_id)
+        raise
     if not asked.stream:
         await collect(run_id, writer.outcome, writer.add)
         writer.closing()

@@ -8,11 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from conversations.approvals import Decided, HeldCall, hold_calls
 from orkestrel.core import (
     AgentResult,
     ThinkChunk,
     TokenChunk,
     TokenUsage,
+    ToolCall,
     ToolChunk,
     UsageChunk,
     estimate_messages,
@@ -21,6 +23,8 @@ from orkestrel.core.errors import ProviderError
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     AbortFrame,
+    ApprovalFrame,
+    ApprovalPayload,
     CommittedFrame,
     CompactionFrame,
     ContextPayload,
@@ -45,6 +49,7 @@ from orkestrel.protocol import (
 )
 from orkestrel.providers.base import HttpProvider
 
+from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.client_tools import HANDOFF_STOP
 from ..runtime.session import ChatSession
 from .pacing import Pacer
@@ -103,6 +108,8 @@ class ActiveRun:
     # from here, and it is stored with the run once it settled.
     frames: list[dict[str, Any]] = field(default_factory=list)
     settled: bool = False
+    # The decisions on the held calls of the run this one goes on from (applied first).
+    decisions: tuple[Decided, ...] = ()
     # Set and replaced on every frame: followers wait on it for the next one.
     _more: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -210,6 +217,8 @@ class ActiveRun:
             provider.on_retry = self._waiting
         session.agent.emitter.on("compact_error", self._compaction_failed)
         try:
+            if self.decisions:
+                await self._apply_decisions()
             stream = session.agent.stream(**session.run_options())
             outcome = stream.result
             channel = stream.channel
@@ -240,6 +249,19 @@ class ActiveRun:
         await self.manager.store_events(self)
         # Messages sent while this run was busy start the next one (seed 004's ``pending``).
         await self.manager.next_from_pending(self.session.spec.user_id, self.conversation_id)
+
+    async def _apply_decisions(self) -> None:
+        """Run the calls a person approved and answer the denied ones, before the model
+        reads the history again; their cards update as each one ends."""
+        agent = self.session.agent
+        calls = {decided.call_id: decided for decided in self.decisions}
+        for result in await apply_decisions(agent, self.decisions):
+            decided = calls[result.id]
+            call = ToolCall(decided.call_id, decided.tool, dict(decided.arguments))
+            payload = tool_payload(call, result)
+            self.tools.append(payload)
+            self.emit(ToolFrame, **payload)
+        await self._commit()
 
     def _compaction_failed(self, error: BaseException) -> None:
         """Automatic compaction failed: the run goes on with the whole history; say so."""
@@ -337,6 +359,19 @@ class ActiveRun:
             logger.exception("marking run %s failed", self.run_id)
         self.emit(ErrorFrame, code="run_failed", message="the reply could not be saved")
 
+    def _held_call(self, held: Held) -> HeldCall:
+        rule = held.rule
+        return HeldCall(
+            call_id=held.call.id,
+            tool=held.call.name,
+            arguments=held.call.arguments,
+            parameters=held.parameters,
+            rule_id=rule.pk,
+            rule_label=f"#{rule.position} {rule.tool_glob} → ask",
+            zone=rule.zone,
+            approver=rule.approver,
+        )
+
     async def _settle(self, result: AgentResult | None, error: BaseException | None) -> None:
         # The final write below must land after any checkpoint in flight, never before it.
         await self.manager.checkpoints_done()
@@ -344,17 +379,39 @@ class ActiveRun:
         try:
             if result is not None:
                 done = result
-                handoff = self.session.handoff
-                if done.stop == "abort" and handoff is not None and handoff.stopped:
+                handoff, gate = self.session.handoff, self.session.gate
+                status = "done" if not done.partial else "partial"
+                held: list[HeldCall] = []
+                if done.stop == "abort" and gate is not None and gate.paused:
+                    # Paused for a person's decisions: it goes on once they are all in.
+                    done = replace(done, partial=False, reason=None)
+                    status = stop = APPROVAL_STOP
+                    held = [self._held_call(item) for item in gate.held.values()]
+                elif done.stop == "abort" and handoff is not None and handoff.stopped:
                     # Stopped for the client's tools: the run did what it could, it is done.
                     done = replace(done, partial=False, reason=None)
                     stop = HANDOFF_STOP
                 else:
                     stop = done.stop
-                status = "done" if not done.partial else "partial"
-                await self._commit(
-                    done.usage, lambda: finish_run(self.run_id, status, done, "", stop)
-                )
+                approvals: list[ApprovalPayload] = []
+
+                def settle() -> None:
+                    finish_run(self.run_id, status, done, "", stop)
+                    if held:
+                        approvals.extend(
+                            hold_calls(
+                                self.run_id,
+                                self.conversation_id,
+                                held,
+                                self.session.approval_timeout,
+                            )
+                        )
+
+                await self._commit(done.usage, settle)
+                if approvals:
+                    self.manager.publish(
+                        self.conversation_id, encode(ApprovalFrame(approvals=approvals))
+                    )
                 if stop == "abort":
                     self.emit(AbortFrame, reason=reason_text(done.reason))
                 elif stop == "exhaust":

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from conversations.approvals import expire_due
 from orkestrel.db import in_thread
 
 from .fanout import spawn
@@ -67,11 +68,19 @@ class Checkpointer:
 
 
 class Sweeper:
-    """One task per process that closes dead runs every ``every`` seconds, from its first use."""
+    """One task per process that closes dead runs every ``every`` seconds, from its first use,
+    expires the approvals nobody decided in time, then calls ``then`` (runs paused for
+    approvals go on there)."""
 
-    def __init__(self, every: float, stale: float) -> None:
+    def __init__(
+        self,
+        every: float,
+        stale: float,
+        then: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self._every = every
         self._stale = stale
+        self._then = then
         self._task: asyncio.Task[None] | None = None
 
     def ensure(self) -> None:
@@ -88,4 +97,16 @@ class Sweeper:
             else:
                 if closed:
                     logger.info("closed %d run(s) whose server process died", closed)
+            await self.approvals()
             await asyncio.sleep(self._every)
+
+    async def approvals(self) -> None:
+        """Expire the approvals whose time ran out, then let ``then`` go on with runs."""
+        try:
+            expired = await in_thread(expire_due)()
+            if expired:
+                logger.info("%d tool call(s) expired waiting for approval", expired)
+            if self._then is not None:
+                await self._then()
+        except Exception:  # noqa: BLE001 - the next sweep tries again
+            logger.warning("going on after approvals failed", exc_info=True)

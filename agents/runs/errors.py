@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 __all__ = [
+    "AwaitingApproval",
     "Busy",
+    "NotPaused",
     "NothingPending",
     "NothingToContinue",
     "ProfileForbidden",
@@ -17,6 +19,14 @@ __all__ = [
 
 class Busy(RuntimeError):
     """A run is already streaming on this conversation (in this process or another)."""
+
+
+class AwaitingApproval(Busy):
+    """The conversation's run waits for a person to decide its held tool calls."""
+
+
+class NotPaused(LookupError):
+    """A run was to go on after its approvals, but it is not waiting (any more)."""
 
 
 class TooManyRuns(RuntimeError):

@@ -15,17 +15,18 @@ from typing import Any
 
 from django.conf import settings
 
+from conversations.approvals import ready_runs
 from conversations.pending import has_pending
 from orkestrel.core import Message, mint_id
 from orkestrel.db import in_thread
-from orkestrel.protocol import PendingFrame, encode
+from orkestrel.protocol import ApprovalFrame, PendingFrame, encode
 
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
 from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
-from .errors import Busy, NothingPending, StartFailed, TooManyRuns
+from .errors import Busy, NothingPending, NotPaused, StartFailed, TooManyRuns
 from .fanout import FanOut, Subscriber, spawn
 from .payloads import compaction_payload
 from .records import ConversationSeed, RunLimits, finish_run, prepare_run, save_events
@@ -60,7 +61,7 @@ class RunManager:
             rows=lambda: [row for run in list(self._runs.values()) if (row := run.checkpoint())],
             alive=lambda: [run.run_id for run in list(self._runs.values())],
         )
-        self.sweeper = Sweeper(timings.sweep, timings.stale)
+        self.sweeper = Sweeper(timings.sweep, timings.stale, then=self.resume_ready)
 
     # -- runs and subscribers -----------------------------------------------------------------
 
@@ -106,12 +107,14 @@ class RunManager:
         overrides: RunOverrides | None = None,
         results: Mapping[str, str] | None = None,
         from_pending: bool = False,
+        resume: int | None = None,
     ) -> ActiveRun:
         """Persist the user message, then start a run. Raises ``Busy`` while one runs.
 
         ``content=None`` answers the history as it stands; ``seed`` creates the conversation
         first; ``overrides`` are the run's changes to its profile; ``results`` are the client's
-        tool results (call id to output) for the calls the conversation waits for.
+        tool results (call id to output) for the calls the conversation waits for; ``resume``
+        is a run paused for approvals whose calls are all decided (this run applies them).
         """
         if self.busy(conversation_id):
             raise Busy("a reply is still running in this conversation")
@@ -127,7 +130,7 @@ class RunManager:
             limits = RunLimits(
                 per_user=settings.ORKESTREL.get("MAX_RUNS_PER_USER", 0), stale=self.timings.stale
             )
-            loaded, run_id, usage, user_payload, title = await in_thread(prepare_run)(
+            loaded, run_id, usage, user_payload, title, decisions = await in_thread(prepare_run)(
                 conversation_id,
                 user_id,
                 message,
@@ -137,6 +140,7 @@ class RunManager:
                 overrides=overrides,
                 results=results,
                 from_pending=from_pending,
+                resume=resume,
             )
             try:
                 session = await ChatSession.from_loaded(loaded, overrides)
@@ -148,7 +152,7 @@ class RunManager:
                 await in_thread(finish_run)(run_id, "error", None, reason)
                 raise StartFailed(reason) from error
             session.run_id = run_id
-            active = ActiveRun(self, session, run_id, conversation_id)
+            active = ActiveRun(self, session, run_id, conversation_id, decisions=decisions)
             active.committed = {m.id for m in session.agent.context.messages.messages()}
             active.total = usage
             session.agent.context.messages.emitter.on(
@@ -184,6 +188,28 @@ class RunManager:
         # The run took them all: every tab sees the queue empty.
         self.publish(conversation_id, encode(PendingFrame(messages=[], taken=[])))
         return active
+
+    async def resume(self, user_id: int, conversation_id: str, run_id: int) -> ActiveRun | None:
+        """Go on after the paused run ``run_id``, whose calls are all decided: the new run, or
+        ``None`` when another start (here or elsewhere) went on already."""
+        try:
+            active = await self.start(
+                user_id=user_id, conversation_id=conversation_id, content=None, resume=run_id
+            )
+        except (Busy, NotPaused):
+            return None
+        # Nothing waits any more, whoever decided (an operator's decision sent no frame).
+        self.publish(conversation_id, encode(ApprovalFrame(approvals=[])))
+        return active
+
+    async def resume_ready(self) -> None:
+        """Go on after every paused run whose calls are all decided (the sweep's part: an
+        operator decided in the admin, an approval expired, a decider's process died)."""
+        for run_id, conversation_id, owner_id in await in_thread(ready_runs)():
+            try:
+                await self.resume(owner_id, conversation_id, run_id)
+            except Exception:  # noqa: BLE001 - one run that cannot go on must not stop the rest
+                logger.warning("run %s could not go on after its approvals", run_id, exc_info=True)
 
     def abort(self, conversation_id: str, reason: str = "stopped by user") -> bool:
         """Stop the conversation's run (its partial answer is kept); whether one was running."""

@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from conversations.approvals import Decided, take_decisions
 from conversations.models import Conversation, Run
 from conversations.pending import merged, take_pending
 from conversations.services import UNFINISHED, fill_tool_results
@@ -30,9 +31,11 @@ from ..runtime.client_tools import PENDING_CONTENT
 from ..runtime.overrides import RunOverrides
 from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec
 from .errors import (
+    AwaitingApproval,
     Busy,
     NothingPending,
     NothingToContinue,
+    NotPaused,
     ProfileForbidden,
     ToolClash,
     TooManyRuns,
@@ -308,7 +311,8 @@ def prepare_run(
     overrides: RunOverrides | None = None,
     results: Mapping[str, str] | None = None,
     from_pending: bool = False,
-) -> tuple[LoadedSession, int, TokenUsage, MessagePayload | None, str]:
+    resume: int | None = None,
+) -> tuple[LoadedSession, int, TokenUsage, MessagePayload | None, str, tuple[Decided, ...]]:
     """Take the run slot, load the session and store the user message, in one transaction.
 
     With a ``seed`` the conversation is created first, with its history; ``results`` (call id
@@ -316,12 +320,15 @@ def prepare_run(
     ``message`` the run answers the history as it stands (a tool result came last). A refused
     start (``Busy``, ``TooManyRuns``, ``ToolClash``, ``UnknownProfile``, ``UnknownToolCall``)
     stores nothing. ``from_pending`` makes the message of the conversation's pending messages,
-    merged (``NothingPending`` when there are none). Few statements on
+    merged (``NothingPending`` when there are none). ``resume`` is a run paused for approvals
+    whose calls are all decided: its decisions come back, for the new run to apply
+    (``NotPaused`` when it goes on already). Few statements on
     purpose: each one hands the GIL to the event loop and waits to get it back, so under load
     a start's wall time grows with its statement count.
     """
     request = dict(overrides.request) if overrides is not None and overrides.request else None
     clients = overrides.client_names if overrides is not None else frozenset()
+    decisions: tuple[Decided, ...] = ()
     if seed is not None:
         # A new conversation: nothing to wait for or read back, all of it is known here.
         with transaction.atomic():
@@ -343,6 +350,12 @@ def prepare_run(
                         missing = fill_tool_results(conversation_id, results, PENDING_CONTENT)
                         if missing is not None:
                             raise UnknownToolCall(missing)
+                    if resume is not None:
+                        # Closes the paused run first: its slot is the one opened below.
+                        taken = take_decisions(resume)
+                        if taken is None:
+                            raise NotPaused(resume)
+                        decisions = tuple(taken)
                     spec = load_spec(conversation_id, user_id)
                     _check_clash(spec, clients)
                     run_id = _open_run(conversation_id, user_id, holder, limits, request)
@@ -362,10 +375,20 @@ def prepare_run(
                 # Held: by a live run (busy), or by one whose process died (closed, then
                 # retried).
                 if attempt or not _free_stale_slot(conversation_id, limits.stale):
+                    if _awaiting(conversation_id):
+                        raise AwaitingApproval(
+                            "a tool call in this conversation waits for your approval"
+                        ) from None
                     raise Busy("a reply is still running in this conversation") from None
         loaded = LoadedSession(spec, stored, workspace)
     payload = committed_payload([message])[0] if message is not None else None
-    return loaded, run_id, loaded.spec.usage, payload, title
+    return loaded, run_id, loaded.spec.usage, payload, title, decisions
+
+
+def _awaiting(conversation_id: str) -> bool:
+    return Run.objects.filter(
+        conversation_id=conversation_id, status=Run.Status.AWAITING_APPROVAL
+    ).exists()
 
 
 def _check_clash(spec: RuntimeSpec, clients: frozenset[str]) -> None:

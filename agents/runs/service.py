@@ -14,9 +14,12 @@ from typing import Any, assert_never
 
 from channels.layers import get_channel_layer
 
+from conversations.approvals import Decision, decide, pending_approvals
 from conversations.pending import pop_pending, queue_pending
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
+    ApprovalFrame,
+    ApprovalPayload,
     CompactionFrame,
     MessagePayload,
     PendingFrame,
@@ -25,6 +28,7 @@ from orkestrel.protocol import (
     encode,
 )
 
+from ..runtime.arguments import check_arguments
 from ..runtime.overrides import RunOverrides
 from .commands import Compact, Continue, Say, interpret
 from .errors import Busy
@@ -161,6 +165,36 @@ class RunService:
         # The run may have ended meanwhile: then nothing else would take them.
         await self.manager.next_from_pending(user_id, conversation_id)
         return Queued(pending)
+
+    async def decide(
+        self,
+        *,
+        user_id: int,
+        username: str,
+        approval_id: int,
+        decision: Decision,
+    ) -> ApprovalPayload:
+        """Decide a held tool call of the user's; once its run's calls are all decided, the
+        run goes on. Every tab sees the decision. ``LookupError`` for another user's (or no)
+        approval, ``ApprovalRefused`` for one decided already, needing an operator, or
+        edited arguments that do not fit the tool's schema."""
+        outcome = await in_thread(decide)(
+            approval_id, decision, user_id=user_id, username=username, check=check_arguments
+        )
+        await self.announce_approvals(outcome.conversation_id, decided=outcome.approval)
+        if outcome.ready:
+            self.manager.sweeper.ensure()
+            await self.manager.resume(outcome.owner_id, outcome.conversation_id, outcome.run_id)
+        return outcome.approval
+
+    async def announce_approvals(
+        self, conversation_id: str, decided: ApprovalPayload | None = None
+    ) -> None:
+        """Tell every tab of the conversation which of its calls still wait."""
+        waiting = await in_thread(pending_approvals)(conversation_id)
+        self.manager.publish(
+            conversation_id, encode(ApprovalFrame(approvals=waiting, decided=decided))
+        )
 
     async def pop_pending(self, *, user_id: int, conversation_id: str) -> list[str]:
         """Take the pending messages back (seed 004's ``pendingPop``): their texts, oldest

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import SchemaError, ValidationError, best_match
 
 from orkestrel.core import Tool, create_tool
 
@@ -22,6 +22,7 @@ __all__ = [
     "ToolArgumentError",
     "ToolTimeoutError",
     "argument_error",
+    "check_arguments",
     "format_seconds",
     "guard_tool",
 ]
@@ -63,6 +64,20 @@ def _validator(schema: str) -> Draft202012Validator:
     parsed = json.loads(schema)
     Draft202012Validator.check_schema(parsed)
     return Draft202012Validator(parsed)
+
+
+def check_arguments(parameters: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> None:
+    """Raise ``ToolArgumentError`` when ``arguments`` do not match the ``parameters`` schema
+    (a person's edit of a held call); an unusable schema checks nothing."""
+    if parameters is None:
+        return
+    try:
+        validator = _validator(json.dumps(_plain(parameters), sort_keys=True))
+    except (SchemaError, TypeError, ValueError):
+        return
+    error = best_match(validator.iter_errors(_plain(arguments)))
+    if error is not None:
+        raise argument_error(error)
 
 
 def guard_tool(tool: Tool, *, timeout: float | None = None) -> Tool:

@@ -42,6 +42,7 @@ from ..authority import PolicyAuthority
 from ..models import (
     AuthorityRule,
 )
+from .approvals import ApprovalGate, GatedTools
 from .budgets import run_budget
 from .client_tools import ClientToolAuthority, Handoff, client_tool
 from .overrides import RunOverrides
@@ -134,6 +135,7 @@ class ChatSession:
         workspaces: WorkspaceManager,
         decisions: DecisionLog,
         overrides: RunOverrides | None = None,
+        gate: ApprovalGate | None = None,
     ) -> None:
         self.spec = spec
         self.agent = agent
@@ -147,6 +149,12 @@ class ChatSession:
         )
         if self.handoff is not None:
             agent.scheduler = self.handoff
+        # Set when a rule may ask a person: the run stops once a call waits for one.
+        self.gate = gate
+        if gate is not None:
+            gate.agent = agent
+            gate.then = agent.scheduler
+            agent.scheduler = gate
         self.run_id: int | None = None
         # Paths the agent changed this session: only these are written back, so a file the
         # user uploads while a run is going is never overwritten or dropped.
@@ -190,6 +198,14 @@ class ChatSession:
             return self.overrides.think
         # The model's choices are the kit's levels (``AgentProfile.Thinking``).
         return cast(ThinkingLevel, self.spec.thinking) or None
+
+    @property
+    def approval_timeout(self) -> int | None:
+        """Seconds a held call waits before it is denied (``None``: it waits for a person)."""
+        profile = self.spec.profile
+        if profile.approval_timeout_action != profile.OnApprovalTimeout.DENY:
+            return None
+        return profile.approval_timeout or None
 
     def run_options(self) -> RunOptions:
         """The keyword options of the run's ``Agent.stream``."""
@@ -255,10 +271,14 @@ class ChatSession:
         if spec.instructions:
             instructions.add(list(spec.instructions))
         decisions = DecisionLog()
+        # A rule that asks a person needs the gate that holds its calls (and the tools that
+        # answer them with a placeholder); without one, an ``ask`` denies.
+        gated = GatedTools() if any(rule.asks for rule in spec.rules) else None
+        gate = gated.gate if gated is not None else None
         # The authority reports its own decisions; read-only mode refuses before asking it.
         # Built from rows loaded in ``load_spec``: evaluating a call must run no query.
         authority: Authority | None = (
-            PolicyAuthority(spec.policy, spec.rules, decisions.record)
+            PolicyAuthority(spec.policy, spec.rules, decisions.record, gate)
             if spec.policy is not None
             else None
         )
@@ -277,6 +297,7 @@ class ChatSession:
             conversations=conversations,
             scope=scope,
             authority=authority,
+            tools=gated,
             limit=profile.limit,
             timeout=profile.timeout,
             read_only=spec.read_only,
@@ -299,7 +320,7 @@ class ChatSession:
             agent.context.tools.add(tool)
         for definition in overrides.client_tools:
             agent.context.tools.add(client_tool(definition))
-        return cls(spec, agent, conversations, workspaces, decisions, overrides)
+        return cls(spec, agent, conversations, workspaces, decisions, overrides, gate)
 
     async def commit(
         self,

@@ -188,7 +188,15 @@ def policy_form(policy: AuthorityPolicy | None, rules: list[dict[str, object]]) 
         "rules-MAX_NUM_FORMS": "1000",
     }
     for index, rule in enumerate(rules):
-        fields = {"zone": "default", "conditions": "{}", "reason": "", "id": "", **rule}
+        fields = {
+            "zone": "default",
+            "conditions": "{}",
+            "reason": "",
+            "id": "",
+            "verdict": "deny",
+            "approver": "owner",
+            **rule,
+        }
         if policy is not None:
             fields["policy"] = policy.pk
         for key, value in fields.items():
@@ -202,7 +210,7 @@ def test_policy_and_its_rules_are_added_in_one_form(admin_client):
         policy_form(
             None,
             [
-                {"position": "2", "tool_glob": "*", "allowed": "on"},
+                {"position": "2", "tool_glob": "*", "verdict": "allow"},
                 {
                     "position": "1",
                     "tool_glob": "delete_*",

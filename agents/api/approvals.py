@@ -1,0 +1,201 @@
+"""``/api/approvals/``: the user's tool calls that wait for a decision, and deciding them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.db.models import QuerySet
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from conversations.approvals import (
+    ApprovalRefused,
+    Decision,
+    approval_payload,
+    user_approvals,
+)
+from conversations.models import ToolApproval
+from orkestrel.protocol import FrameError, check_decision
+
+from .base import JsonErrors, user_id
+from .errors import Conflict
+
+__all__ = ["ApprovalViewSet"]
+
+STATUSES = ("pending", "approved", "denied", "expired", "all")
+
+EXAMPLE = {
+    "id": 7,
+    "call_id": "call_3",
+    "tool": "workspace",
+    "arguments": {"operation": "remove", "path": "notes.md"},
+    "parameters": {"type": "object"},
+    "approver": "owner",
+    "status": "pending",
+    "reason": "",
+    "rule": "#1 workspace → ask",
+    "zone": "files",
+    "run": 41,
+    "conversation": "0d6f5a3e-8c3b-4d0e-9d51-1f7c1b8f6a10",
+    "created": "2026-12-01T16:05:00+00:00",
+    "expires": None,
+    "decided": None,
+    "decided_by": None,
+}
+
+
+class ApprovalSerializer(serializers.Serializer[Any]):
+    """A tool call held for a person's decision, and that decision once taken."""
+
+    id = serializers.IntegerField()
+    call_id = serializers.CharField(help_text="The model's tool call id.")
+    tool = serializers.CharField()
+    arguments = serializers.JSONField(help_text="The call's arguments (edited, once approved).")
+    parameters = serializers.JSONField(
+        allow_null=True, help_text="The tool's argument schema: edited arguments must match."
+    )
+    approver = serializers.ChoiceField(
+        choices=["owner", "staff"],
+        help_text="owner: you decide; staff: an operator decides, in the admin.",
+    )
+    status = serializers.ChoiceField(choices=["pending", "approved", "denied", "expired"])
+    reason = serializers.CharField(help_text="A denial's reason (what the model reads).")
+    rule = serializers.CharField(help_text="The rule that asked.")
+    zone = serializers.CharField()
+    run = serializers.IntegerField(help_text="The run that paused on the call.")
+    conversation = serializers.UUIDField()
+    created = serializers.DateTimeField()
+    expires = serializers.DateTimeField(
+        allow_null=True, help_text="When it is denied if nobody decides (null: never)."
+    )
+    decided = serializers.DateTimeField(allow_null=True)
+    decided_by = serializers.CharField(allow_null=True)
+
+
+class DecideSerializer(serializers.Serializer[Any]):
+    """A decision on one held call."""
+
+    decision = serializers.ChoiceField(choices=["approve", "deny"])
+    reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=2000, help_text="What the model reads."
+    )
+    arguments = serializers.JSONField(
+        required=False, help_text="Approve with these arguments instead of the model's."
+    )
+
+
+class Forbidden(exceptions.PermissionDenied):
+    default_code = "operator_decides"
+
+
+class NewestFirst(CursorPagination):
+    ordering = ("-created", "-id")
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="The user's tool calls that wait for a decision (newest first)",
+        parameters=[
+            OpenApiParameter(
+                "status", str, enum=list(STATUSES), description="pending (default), ... or all."
+            )
+        ],
+        examples=[OpenApiExample("A pending call", value=EXAMPLE, response_only=True)],
+    ),
+    retrieve=extend_schema(summary="One approval"),
+)
+class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
+    """Tool calls an ``ask`` rule held, on the user's conversations."""
+
+    serializer_class = ApprovalSerializer
+    pagination_class = NewestFirst
+    lookup_value_regex = "[0-9]+"
+
+    def get_queryset(self) -> QuerySet[ToolApproval]:
+        wanted = self.request.query_params.get("status", "pending")
+        if wanted not in STATUSES:
+            raise ValidationError({"status": [f"Must be one of {', '.join(STATUSES)}."]})
+        return user_approvals(user_id(self.request), None if wanted == "all" else wanted)
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([approval_payload(row) for row in page or []])
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        row = user_approvals(user_id(request), None).filter(pk=int(pk)).first()
+        if row is None:
+            raise NotFound("No such approval.")
+        return Response(approval_payload(row))
+
+    @extend_schema(
+        request=DecideSerializer,
+        responses={
+            200: ApprovalSerializer,
+            400: OpenApiResponse(description="A bad decision, or arguments the tool refuses."),
+            403: OpenApiResponse(description="An operator decides this call, in the admin."),
+            404: OpenApiResponse(description="No such approval (another user's is absent too)."),
+            409: OpenApiResponse(description="The call was decided already."),
+        },
+        examples=[
+            OpenApiExample("Approve", value={"decision": "approve"}, request_only=True),
+            OpenApiExample(
+                "Deny, with what the model reads",
+                value={"decision": "deny", "reason": "keep that file"},
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Approve with edited arguments",
+                value={
+                    "decision": "approve",
+                    "arguments": {"operation": "remove", "path": "draft.md"},
+                },
+                request_only=True,
+            ),
+        ],
+        summary="Approve or deny a held tool call",
+        description=(
+            "Once every held call of its run is decided, the conversation goes on: approved "
+            "calls run (with the edited arguments, if given), denied ones answer the model "
+            "with the reason. Every tab of the chat sees the decision."
+        ),
+    )
+    @action(detail=True, methods=["post"])
+    def decide(self, request: Request, pk: str) -> Response:
+        data = request.data
+        if not isinstance(data, dict):
+            raise ValidationError({"non_field_errors": ["Expected a JSON object."]})
+        try:
+            verdict, reason, arguments = check_decision(
+                data.get("decision"), data.get("reason"), data.get("arguments")
+            )
+        except FrameError as error:
+            field = str(error).split(" ", 1)[0]
+            raise ValidationError({field: [str(error)]}) from None
+        try:
+            decided = async_to_sync(self.service.decide)(
+                user_id=user_id(request),
+                username=request.user.get_username(),
+                approval_id=int(pk),
+                decision=Decision(verdict == "approve", reason, arguments),
+            )
+        except LookupError:
+            raise NotFound("No such approval.") from None
+        except ApprovalRefused as error:
+            if error.code == "operator":
+                raise Forbidden(str(error)) from None
+            if error.code == "invalid":
+                raise ValidationError({"arguments": [str(error)]}) from None
+            raise Conflict(str(error), code="decided") from None
+        return Response(decided, status=status.HTTP_200_OK)
