@@ -100,6 +100,7 @@ class ToolAdmin(admin.ModelAdmin):
                     "http_method",
                     "url_template",
                     "header_env",
+                    "system_field",
                     "follow_cross_origin_redirects",
                 ]
             },
@@ -138,7 +139,9 @@ class ToolAdmin(admin.ModelAdmin):
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         if request.method == "GET":
-            refused = Tool.objects.filter(kind=Tool.Kind.COMMAND, enabled=True, safe=False)
+            # A command tool's own safety is a write: unmarked ones are refused too.
+            commands = Tool.objects.filter(kind=Tool.Kind.COMMAND, enabled=True)
+            refused = commands.exclude(safe=True)
             names = list(refused.values_list("name", flat=True)[:20])
             if names:
                 self._warn_without_sandbox(request, ", ".join(names))
@@ -153,7 +156,7 @@ class ToolAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         if request.method == "GET":
             tool = self.get_object(request, unquote(object_id))
-            if tool is not None and tool.kind == Tool.Kind.COMMAND and not tool.safe:
+            if tool is not None and tool.kind == Tool.Kind.COMMAND and tool.safe is not True:
                 self._warn_without_sandbox(request, tool.name)
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -165,8 +168,8 @@ class ToolAdmin(admin.ModelAdmin):
         messages.warning(
             request,
             f"No OS sandbox on this server ({sandbox.description}). Command tools that are "
-            f"not safe run only under one, so calls to {names} are refused; mark a tool safe "
-            "only if it changes nothing.",
+            f"not safe run only under one, so calls to {names} are refused; mark a tool always "
+            "safe only if it changes nothing.",
         )
 
 

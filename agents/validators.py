@@ -31,6 +31,7 @@ __all__ = [
     "PROJECT_VARIABLES",
     "TOOL_NAME_PATTERN",
     "default_parameters",
+    "json_pointer_tokens",
     "key_variable_patterns",
     "key_variable_problem",
     "looks_like_secret",
@@ -43,6 +44,7 @@ __all__ = [
     "validate_command_timeout",
     "validate_glob",
     "validate_header_env",
+    "validate_json_pointer",
     "validate_key_variable",
     "validate_name_list",
     "validate_output_limit",
@@ -57,6 +59,8 @@ ENV_NAME_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # RFC 9110 token characters: what a header field name may contain.
 HEADER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+# A JSON Pointer's ~ escapes only ~0 and ~1.
+_BAD_ESCAPE = re.compile(r"~(?![01])")
 
 # Prefixes of well-known credential formats (OpenAI, Anthropic, Groq, xAI, Google, GitHub,
 # Hugging Face, Slack, AWS): a value starting with one is a key pasted in the wrong box.
@@ -303,6 +307,29 @@ def validate_url_template(template: str, parameters: Iterable[str]) -> None:
                 code="unknown_placeholder",
                 params={"name": name},
             )
+
+
+def json_pointer_tokens(pointer: str) -> tuple[str, ...]:
+    """An RFC 6901 JSON Pointer's reference tokens (``/a/b~1c`` is ``("a", "b/c")``).
+
+    ``ValueError`` if malformed. The empty pointer (the whole document) is refused: a field
+    is one part of a response, never all of it.
+    """
+    if not pointer.startswith("/"):
+        raise ValueError("Enter a JSON Pointer starting with /, such as /notice or /meta/notes.")
+    tokens = pointer[1:].split("/")
+    if any(_BAD_ESCAPE.search(token) for token in tokens):
+        raise ValueError("In a JSON Pointer ~ is followed by 0 (for ~) or 1 (for /).")
+    # ~1 first: "~01" is the key "~1", not "/".
+    return tuple(token.replace("~1", "/").replace("~0", "~") for token in tokens)
+
+
+def validate_json_pointer(value: str) -> None:
+    """A well-formed JSON Pointer into an HTTP tool's response (``json_pointer_tokens``)."""
+    try:
+        json_pointer_tokens(value)
+    except ValueError as error:
+        raise ValidationError(str(error), code="json_pointer") from error
 
 
 def validate_header_env(value: Any) -> None:

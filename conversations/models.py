@@ -488,7 +488,10 @@ class ToolApproval(models.Model):
         Run, on_delete=models.CASCADE, related_name="approvals", verbose_name="run"
     )
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="approvals", verbose_name="conversation"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="approvals",
+        verbose_name="conversation",
     )
     tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH)
     tool_name = models.CharField("tool", max_length=200)

@@ -61,6 +61,7 @@ class AuthorityRule(models.Model):
         help_text='Argument tests, e.g. {"path": {"pattern": "^/etc/"}}; '
         "kinds: equals, in, pattern, exists.",
     )
+
     class Verdict(models.TextChoices):
         ALLOW = "allow", "allow"
         DENY = "deny", "deny"

@@ -110,6 +110,7 @@ class AgentProfile(models.Model):
         default=False,
         help_text="Only read-only (safe) tools run in its conversations; writes are refused.",
     )
+
     class OnApprovalTimeout(models.TextChoices):
         DENY = "deny", "deny the call"
         WAIT = "wait", "keep waiting"

@@ -12,6 +12,7 @@ from ..validators import (
     validate_argv_placeholders,
     validate_command_timeout,
     validate_header_env,
+    validate_json_pointer,
     validate_output_limit,
     validate_parameters_schema,
     validate_positive,
@@ -40,10 +41,30 @@ class Tool(models.Model):
         PATCH = "PATCH", "PATCH"
         DELETE = "DELETE", "DELETE"
 
+    # Unset (``None``) is the tool's own safety: a built-in's, which may depend on the call's
+    # arguments; an HTTP or command tool's own is a write.
+    SAFETY_CHOICES = [
+        (None, "The tool's own"),
+        (True, "Always safe (read-only)"),
+        (False, "Never safe (treated as a write)"),
+    ]
+
     name = models.CharField("name", max_length=64, unique=True, validators=[validate_tool_name])
     kind = models.CharField("kind", max_length=16, choices=Kind.choices, default=Kind.BUILTIN)
     enabled = models.BooleanField("enabled", default=True)
-    safe = models.BooleanField("safe", default=False, help_text="Read-only: changes nothing.")
+    safe = models.BooleanField(
+        "safety",
+        null=True,
+        blank=True,
+        default=None,
+        choices=SAFETY_CHOICES,
+        help_text="Whether a call is read-only (safe). Only safe calls run in read-only mode; "
+        "a turn's contiguous safe calls run together, any other call runs alone, in the "
+        "model's order. The tool's own: a built-in's (the workspace tool's list, read and "
+        "search are safe, its edits are not; http_fetch is safe), and a write for HTTP and "
+        "command tools. A command tool that is not safe runs only under an OS sandbox. Mark a "
+        "tool always safe only if it changes nothing.",
+    )
     timeout = models.FloatField("timeout (s)", default=30.0, validators=[validate_positive])
     summary = models.CharField("summary", max_length=200, blank=True)
     description = models.TextField("description", blank=True)
@@ -71,6 +92,16 @@ class Tool(models.Model):
         help_text="Header name to the environment variable holding its whole value, "
         'e.g. {"Authorization": "ITEMS_TOKEN"}; names end in _API_KEY or _TOKEN, or match '
         "ORKESTREL_KEY_VARIABLES.",
+    )
+    system_field = models.CharField(
+        "system field",
+        max_length=500,
+        blank=True,
+        validators=[validate_json_pointer],
+        help_text="For HTTP tools: a JSON Pointer into the JSON response, e.g. /notice or "
+        "/meta/notes. Its value, a string or a list of strings, is added as system messages "
+        "after the turn's tool results and left out of the result the model reads. A response "
+        "without it (or with null there) adds none; any other value is the call's error.",
     )
     follow_cross_origin_redirects = models.BooleanField(
         "follow redirects to other origins",
@@ -152,6 +183,10 @@ class Tool(models.Model):
         properties = schema.get("properties")
         return list(properties) if isinstance(properties, dict) else []
 
+    def safety[S](self, own: S) -> S | bool:
+        """The safety a run uses: ``own`` (the tool's own) unless marked always or never safe."""
+        return own if self.safe is None else self.safe
+
     def clean(self) -> None:
         super().clean()
         # A cleared JSON box means "none", not null.
@@ -165,6 +200,8 @@ class Tool(models.Model):
                 errors["url_template"] = "Only HTTP tools take a URL template."
             if self.header_env:
                 errors["header_env"] = "Only HTTP tools take header variables."
+            if self.system_field:
+                errors["system_field"] = "Only HTTP tools take a system field."
         if self.kind != self.Kind.COMMAND:
             if self.program:
                 errors["program"] = "Only command tools take a program."

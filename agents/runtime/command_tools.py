@@ -157,7 +157,8 @@ class _Command:
         self.timeout = row.timeout
         self.limit = row.output_limit
         self.network = row.allow_network
-        self.safe = row.safe
+        # The tool's own safety is a write: it needs the sandbox and its edits come back.
+        self.safe = row.safety(False)
         self.context = context
         self.sandbox = sandbox
         self.hidden = tuple(hidden)
@@ -258,5 +259,5 @@ def build_command_tool(
         description=row.description or None,
         summary=row.summary or None,
         parameters=row.parameters or None,
-        safe=row.safe,
+        safe=command.safe,
     )

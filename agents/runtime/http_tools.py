@@ -11,6 +11,10 @@ loopback and link-local addresses are refused unless the host is in
 ``ORKESTREL["HTTP_FETCH_ALLOW_HOSTS"]`` (an intranet service must be listed there). Redirects
 are followed within the URL's origin only, unless the row allows others; the header
 variables (the secrets) are never sent past a change of origin.
+
+A row's ``system_field`` (a JSON Pointer) picks a field of the JSON answer whose text the model
+reads as system messages after the turn's tool results: the call returns the kit's
+``{result, system}`` payload, the field left out of ``result``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,12 @@ import httpx
 from orkestrel.core import Tool, create_tool
 
 from ..models import Tool as ToolRow
-from ..validators import key_variable_problem, template_origin_problem, template_placeholders
+from ..validators import (
+    json_pointer_tokens,
+    key_variable_problem,
+    template_origin_problem,
+    template_placeholders,
+)
 from .builtins.http_fetch import FetchRefused, allowed_hosts, check_target, pinned
 
 __all__ = [
@@ -36,6 +45,7 @@ __all__ = [
     "build_http_tool",
     "call_http_tool",
     "render_url",
+    "split_system",
 ]
 
 MAX_RESPONSE_BYTES = 200_000
@@ -243,6 +253,78 @@ async def call_http_tool(
     return _result(response, body, truncated)
 
 
+def _index(node: Any, token: str) -> int | None:
+    # RFC 6901 array indexes: digits without a leading zero ("-", past the end, is none).
+    if not isinstance(node, list) or not token.isdigit() or (token != "0" and token[0] == "0"):
+        return None
+    index = int(token)
+    return index if index < len(node) else None
+
+
+def _split(node: Any, tokens: tuple[str, ...]) -> tuple[Any, Any]:
+    """``node`` without the value at ``tokens``, and that value (``None`` where there is none).
+
+    Only the containers on the path are copied: the caller's answer is left as it was.
+    """
+    token, rest = tokens[0], tokens[1:]
+    if isinstance(node, dict):
+        if token not in node:
+            return node, None
+        if not rest:
+            kept = dict(node)
+            return kept, kept.pop(token)
+        child, value = _split(node[token], rest)
+        return {**node, token: child}, value
+    index = _index(node, token)
+    if index is None:
+        return node, None
+    items = list(node)
+    if not rest:
+        return items, items.pop(index)
+    items[index], value = _split(items[index], rest)
+    return items, value
+
+
+def split_system(result: Mapping[str, Any], pointer: str) -> dict[str, Any]:
+    """``{result, system}``: the text at ``pointer`` in the JSON answer, taken out of ``result``.
+
+    A field that is absent (or null, or an answer that is not JSON) gives no system text; a
+    value that is neither a string nor a list of strings raises ``HttpToolError``;
+    ``ValueError`` for a malformed ``pointer``.
+    """
+    tokens = json_pointer_tokens(pointer)
+    rest = dict(result)
+    if "json" not in rest:
+        return {"result": rest, "system": None}
+    rest["json"], value = _split(rest["json"], tokens)
+    if value is None or isinstance(value, str):
+        return {"result": rest, "system": value}
+    if isinstance(value, list) and all(isinstance(text, str) for text in value):
+        return {"result": rest, "system": value}
+    raise HttpToolError(
+        f"HTTP {result.get('status')}, but the response's {pointer!r} is {_kind(value)}, "
+        "not a string or a list of strings"
+    )
+
+
+def _pointer_problem(pointer: str) -> str | None:
+    if not pointer:
+        return None
+    try:
+        json_pointer_tokens(pointer)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list holding other values"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else "an object"
+
+
 def build_http_tool(row: ToolRow, *, allow: frozenset[str] | None = None) -> Tool:
     """The kit ``Tool`` for an ``http`` row (name, schema and texts from the row).
 
@@ -253,11 +335,17 @@ def build_http_tool(row: ToolRow, *, allow: frozenset[str] | None = None) -> Too
     header_env = dict(row.header_env or {})
     hosts = allowed_hosts() if allow is None else allow
     cross_origin = row.follow_cross_origin_redirects
+    pointer = row.system_field
+    problem = _pointer_problem(pointer)
 
     async def execute(arguments: Mapping[str, Any]) -> Any:
-        return await call_http_tool(
+        if problem is not None:
+            # A row saved around the admin's checks: refused before anything is sent.
+            raise HttpToolError(f"refused the system field {pointer!r}: {problem}")
+        result = await call_http_tool(
             method, template, header_env, arguments, allow=hosts, cross_origin=cross_origin
         )
+        return split_system(result, pointer) if pointer else result
 
     return create_tool(
         name=row.name,
@@ -265,5 +353,6 @@ def build_http_tool(row: ToolRow, *, allow: frozenset[str] | None = None) -> Too
         description=row.description or None,
         summary=row.summary or None,
         parameters=row.parameters or None,
-        safe=row.safe,
+        # The tool's own: a write (the operator knows whether its requests change anything).
+        safe=row.safety(False),
     )

@@ -4,8 +4,9 @@ A ``builtin`` row names a factory in the ``ToolRegistry``; an ``http`` row becom
 operator-defined HTTP tool, a ``command`` row an operator-defined command. Every tool is
 guarded (argument schema, the row's timeout; a command bounds its own time, so its guard's
 deadline is a backstop behind it). What the operator wrote on the row (description, summary,
-parameters, safe) wins over a built-in's defaults; a row left at its defaults keeps the
-built-in's own.
+parameters) wins over a built-in's defaults; a row left at its defaults keeps the built-in's
+own. The row's safety is the tool's own unless marked always or never safe, either way for a
+built-in too (``Tool.safety``).
 """
 
 from __future__ import annotations
@@ -41,9 +42,8 @@ def _builtin(row: ToolRow, entry: BuiltinTool, context: ToolContext) -> Tool:
         description=row.description or made.description or entry.description,
         summary=row.summary or made.summary,
         parameters=parameters if parameters is not None else made.parameters or entry.parameters,
-        # A boolean cannot say "unset": the operator can mark a built-in safe, and a built-in
-        # that declares itself safe stays so.
-        safe=row.safe or made.safe,
+        # Unset keeps the built-in's own, which may be a predicate over the call's arguments.
+        safe=row.safety(made.safe),
     )
 
 

@@ -34,7 +34,6 @@ def ensure_demo_profile() -> AgentProfile | None:
                 name=name,
                 defaults={
                     "kind": Tool.Kind.BUILTIN,
-                    "safe": entry.safe,
                     "description": entry.description,
                     "parameters": dict(entry.parameters),
                 },

@@ -440,7 +440,7 @@ def test_a_command_tool_is_added_from_the_admin(admin_client):
     tool = Tool.objects.get(name="grep_notes")
     assert (tool.kind, tool.program, tool.workdir) == ("command", "grep", "workspace")
     assert tool.argv == ["-rn", "--", "{pattern}", "."]
-    assert tool.allow_network is True and tool.safe is False and tool.output_limit == 65536
+    assert tool.allow_network is True and tool.safe is None and tool.output_limit == 65536
 
 
 def executable(folder) -> str:

@@ -163,7 +163,7 @@ ITEM_SCHEMA = {"type": "object", "properties": {"id": {"type": "string"}}, "requ
 def test_builtin_tool_defaults_to_an_argumentless_schema():
     tool = save_validated(Tool, name="clock")
     assert tool.parameters == {"type": "object", "properties": {}}
-    assert (tool.kind, tool.enabled, tool.safe, tool.timeout) == ("builtin", True, False, 30.0)
+    assert (tool.kind, tool.enabled, tool.safe, tool.timeout) == ("builtin", True, None, 30.0)
 
 
 @pytest.mark.parametrize("name", ["has space", "x" * 65, "dot.name", ""])

@@ -19,7 +19,8 @@ from agents.runtime.http_tools import (
     build_http_tool,
     render_url,
 )
-from orkestrel.core import ToolManager
+from orkestrel.core import ToolManager, create_agent
+from orkestrel.providers import ScriptedProvider
 
 from .helpers import Reply, call
 
@@ -294,5 +295,81 @@ async def test_a_placeholder_in_the_scheme_host_or_port_is_refused_at_run_time(s
     assert result.error == (
         "refused the URL template: Placeholders may fill the path and query only, never the "
         "scheme, host or port."
+    )
+    assert server.seen == []
+
+
+# -- a field of the answer as system messages ---------------------------------------------------
+
+
+async def test_the_system_field_is_read_after_the_turns_tool_messages(server):
+    server.routes["/items/1"] = Reply(
+        200, {"id": "1", "notice": "The quota is nearly used."}, "application/json"
+    )
+    provider = ScriptedProvider(
+        script=[
+            {"tools": [{"id": "c1", "name": "items", "arguments": {"item_id": "1"}}]},
+            "Noted.",
+        ]
+    )
+    agent = create_agent(provider, tools=http_tool(server, system_field="/notice"))
+    agent.context.messages.add({"role": "user", "content": "look up item 1"})
+    await agent.generate()
+    sent = provider.calls[1].messages
+    assert [m.role for m in sent[-3:]] == ["assistant", "tool", "system"]
+    tool, system = sent[-2:]
+    # The model reads the field once, as a system message, and the rest as the result.
+    assert json.loads(tool.content) == {"status": 200, "json": {"id": "1"}}
+    assert system.content == "The quota is nearly used."
+
+
+@pytest.mark.parametrize(
+    ("body", "pointer", "system", "rest"),
+    [
+        ({"meta": {"notes": ["a", "b"]}, "n": 1}, "/meta/notes", ("a", "b"), {"meta": {}, "n": 1}),
+        ({"a/b": {"~": "x"}}, "/a~1b/~0", ("x",), {"a/b": {}}),
+        ({"notes": ["keep", "say"]}, "/notes/1", ("say",), {"notes": ["keep"]}),
+        ({"n": 1}, "/notice", None, {"n": 1}),
+        ({"notice": None, "n": 1}, "/notice", None, {"n": 1}),
+        ({"notes": ["a"]}, "/notes/01", None, {"notes": ["a"]}),
+        ({"notice": []}, "/notice", None, {}),
+    ],
+    ids=["list", "escaped", "index", "missing", "null", "not-an-index", "empty-list"],
+)
+async def test_the_system_field_is_taken_out_of_the_result(server, body, pointer, system, rest):
+    server.routes["/items/1"] = Reply(200, body, "application/json")
+    result = await call(http_tool(server, system_field=pointer), "items", item_id="1")
+    assert (result.error, result.system, result.value) == (
+        None,
+        system,
+        {"status": 200, "json": rest},
+    )
+
+
+async def test_a_text_answer_has_no_system_field(server):
+    server.routes["/items/1"] = Reply(200, "plain words")
+    result = await call(http_tool(server, system_field="/notice"), "items", item_id="1")
+    assert (result.system, result.value) == (None, {"status": 200, "text": "plain words"})
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [(3, "a number"), ({"text": "x"}, "an object"), (["x", 1], "a list holding other values")],
+)
+async def test_a_system_field_that_is_not_text_is_the_calls_error(server, value, kind):
+    server.routes["/items/1"] = Reply(200, {"notice": value}, "application/json")
+    result = await call(http_tool(server, system_field="/notice"), "items", item_id="1")
+    assert result.value is None
+    assert result.error == (
+        f"HTTP 200, but the response's '/notice' is {kind}, not a string or a list of strings"
+    )
+
+
+async def test_a_malformed_system_field_saved_around_validation_sends_nothing(server):
+    manager = unvalidated_tool(f"{server.url}/items/{{item_id}}", system_field="notice")
+    result = await call(manager, "items", item_id="1")
+    assert result.error == (
+        "refused the system field 'notice': Enter a JSON Pointer starting with /, such as "
+        "/notice or /meta/notes."
     )
     assert server.seen == []
