@@ -6,6 +6,7 @@
 // Nothing here depends on timers firing on time (background tabs throttle them): frames are
 // rendered as they arrive, and only the reconnect backoff waits.
 
+import { ApprovalPanel } from "./approvals.js";
 import { LiveRun } from "./live.js";
 import { APPLY, GAP, RunTracker } from "./protocol.js";
 import {
@@ -43,6 +44,9 @@ const ERROR_TEXT = {
 };
 // Errors that refuse a `send`: the message was not accepted, so its text goes back in the box.
 const REJECTED = new Set(["busy", "too_large", "invalid", "unknown_type", "no_profile", "nothing_to_continue"]);
+
+// Errors that refuse an `approve`: its buttons work again.
+const APPROVAL_ERRORS = new Set(["invalid", "decided", "operator", "not_found"]);
 
 const tracker = new RunTracker();
 let live = null; // the LiveRun being streamed, or null
@@ -236,6 +240,10 @@ function showPending(messages) {
   pendingBox.hidden = messages.length === 0;
 }
 
+// -- approvals: tool calls an `ask` rule held, waiting for a person ------------------------
+
+const approvals = new ApprovalPanel({ send: (frame) => send(frame), notify, before: pendingBox });
+
 document.getElementById("pending-edit").addEventListener("click", () => {
   if (!send({ type: "pending_pop" })) notify("Not connected right now; reconnecting…", "warning");
 });
@@ -258,6 +266,7 @@ function renderState(state) {
   transcript.replaceChildren(...nodes);
   showRunNote(state.last_run);
   showPending(state.pending || []);
+  approvals.show(state.approvals || []);
   showUsage(state.usage);
   showContext(state.context);
 }
@@ -396,6 +405,9 @@ const handlers = {
   exhaust(frame) {
     if (live && live.id === String(frame.run)) live.exhausted = frame.limit;
   },
+  approval(frame) {
+    approvals.show(frame.approvals || []);
+  },
   pending(frame) {
     showPending(frame.messages || []);
     if (frame.taken && frame.taken.length) restoreDraft(frame.taken.join("\n\n"));
@@ -425,6 +437,7 @@ const handlers = {
     setStreaming(false);
   },
   error(frame) {
+    if (APPROVAL_ERRORS.has(frame.code)) approvals.released();
     if (frame.run !== undefined && frame.run !== null) {
       showRunNote({ id: frame.run, status: "error", error: frame.message });
     }

@@ -15,6 +15,8 @@ only what it sends and reads what came back (``reply_for`` is the whole script):
 - ``response_format`` asks for a ``json_schema``: a JSON object matching that schema;
 - a tool named ``get_weather`` is offered and the last message is the user's: a call of it
   with ``{"city": "Paris"}``, its arguments split across deltas as real servers split them;
+- the ``workspace`` tool is offered and the last message is the user's, containing
+  ``WRITE_TRIGGER``: a call writing ``WRITE_ARGUMENTS``;
 - the last user message contains ``FAIL_TRIGGER``: a 500 whose body holds ``SECRET_DETAIL``
   (which must never reach the app's clients);
 - otherwise text echoing the last user message (``ECHO`` + the message).
@@ -42,6 +44,8 @@ __all__ = [
     "TOOL_ANSWER",
     "WEATHER_ARGUMENTS",
     "WEATHER_TOOL",
+    "WRITE_ARGUMENTS",
+    "WRITE_TRIGGER",
     "FakeUpstream",
     "Reply",
     "instance_of",
@@ -56,6 +60,8 @@ FAIL_TRIGGER = "UPSTREAM-FAILS"
 SECRET_DETAIL = "upstream-internal-detail-7f3a"
 WEATHER_TOOL = "get_weather"
 WEATHER_ARGUMENTS = {"city": "Paris"}
+WRITE_TRIGGER = "WRITE-NOTES"
+WRITE_ARGUMENTS = {"operation": "write", "path": "notes.md", "content": "approved words"}
 # Split mid-token, as OpenAI and vLLM split a call's arguments across deltas.
 _WEATHER_PIECES = ('{"ci', 'ty": "Pa', 'ris"}')
 
@@ -138,6 +144,10 @@ def reply_for(body: Mapping[str, Any]) -> Reply:
         for tool in body.get("tools") or []
         if isinstance(tool, dict)
     }
+    if "workspace" in offered and WRITE_TRIGGER in said and last.get("role") == "user":
+        return Reply(
+            call="workspace", arguments=[json.dumps(WRITE_ARGUMENTS)], finish_reason="tool_calls"
+        )
     if WEATHER_TOOL in offered and last.get("role") == "user":
         return Reply(
             call=WEATHER_TOOL,
