@@ -62,6 +62,8 @@ __all__ = [
     "StateFrame",
     "ThinkFrame",
     "TokenFrame",
+    "ToolCallFrame",
+    "ToolExecuteFrame",
     "ToolFrame",
     "ToolPayload",
     "UsageFrame",
@@ -69,6 +71,7 @@ __all__ = [
     "encode",
     "encodable",
     "encode_text",
+    "call_payload",
     "check_attachments",
     "check_decision",
     "check_image",
@@ -224,6 +227,11 @@ def usage_payload(usage: TokenUsage) -> UsagePayload:
     return {"prompt": usage.prompt, "completion": usage.completion, "total": usage.total}
 
 
+def call_payload(call: ToolCall) -> dict[str, Any]:
+    """A tool call as frames carry it: ``{id, name, arguments}``."""
+    return {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
+
+
 def tool_payload(call: ToolCall, result: ToolResult) -> ToolPayload:
     """A tool call with its outcome: ``result`` is ``{"value": ...}`` or ``{"error": ...}``."""
     error = result.error
@@ -231,7 +239,7 @@ def tool_payload(call: ToolCall, result: ToolResult) -> ToolPayload:
     denial = result.denial
     display = result.display
     return {
-        "call": {"id": call.id, "name": call.name, "arguments": dict(call.arguments)},
+        "call": call_payload(call),
         "result": _jsonable(outcome),
         "denied": denial is not None,
         "reason": denial.reason if denial is not None else None,
@@ -317,6 +325,33 @@ class ThinkFrame:
     run: int
     seq: int
     content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallFrame:
+    """A tool call as the model writes it (seed 004's ``TOOL_CALL_DELTA``): ``index`` is its
+    position in the turn, ``id`` and ``name`` are set once the model gave them, ``arguments``
+    is the new piece of its arguments' JSON text (append them: the ``tool_execute`` or
+    ``tool`` frame that follows carries the whole)."""
+
+    type: Literal["tool_call"] = "tool_call"
+    run: int
+    seq: int
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecuteFrame:
+    """A tool call starts running now (seed 004's ``TOOL_EXECUTE``); its ``tool`` frame comes
+    when it ends."""
+
+    type: Literal["tool_execute"] = "tool_execute"
+    run: int
+    seq: int
+    call: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -460,6 +495,8 @@ ServerFrame = (
     | StartedFrame
     | TokenFrame
     | ThinkFrame
+    | ToolCallFrame
+    | ToolExecuteFrame
     | ToolFrame
     | UsageFrame
     | CompactionFrame
@@ -478,6 +515,8 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "started": StartedFrame,
     "token": TokenFrame,
     "think": ThinkFrame,
+    "tool_call": ToolCallFrame,
+    "tool_execute": ToolExecuteFrame,
     "tool": ToolFrame,
     "usage": UsageFrame,
     "compaction": CompactionFrame,

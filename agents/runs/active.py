@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -38,16 +38,19 @@ from orkestrel.protocol import (
     StartedFrame,
     ThinkFrame,
     TokenFrame,
+    ToolCallFrame,
+    ToolExecuteFrame,
     ToolFrame,
     ToolPayload,
     UsageFrame,
     WaitFrame,
+    call_payload,
     encode,
     result_payload,
     tool_payload,
     usage_payload,
 )
-from orkestrel.providers.base import HttpProvider
+from orkestrel.providers.base import CallDelta, HttpProvider
 
 from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.client_tools import HANDOFF_STOP
@@ -82,6 +85,22 @@ class RunHost(Protocol):
     async def next_from_pending(self, user_id: int, conversation_id: str) -> Any: ...
 
 
+def coalesced(deltas: list[CallDelta]) -> Iterator[tuple[int, str | None, str | None, list[str]]]:
+    """Consecutive pieces of one call as one: (index, id, name, the pieces)."""
+    current: tuple[int, str | None, str | None, list[str]] | None = None
+    for delta in deltas:
+        if current is not None and current[0] == delta.index:
+            index, call_id, name, pieces = current
+            current = (index, call_id or delta.id, name or delta.name, pieces)
+            pieces.append(delta.arguments)
+            continue
+        if current is not None:
+            yield current
+        current = (delta.index, delta.id, delta.name, [delta.arguments])
+    if current is not None:
+        yield current
+
+
 @dataclass
 class ActiveRun:
     """One streaming run and what a joining client needs to catch up."""
@@ -102,6 +121,9 @@ class ActiveRun:
     total: TokenUsage = field(default_factory=TokenUsage)
     _tokens: list[str] = field(default_factory=list)
     _thoughts: list[str] = field(default_factory=list)
+    # Pieces of tool calls the model is writing, sent at most once a tick.
+    _deltas: list[CallDelta] = field(default_factory=list)
+    _deltas_due: asyncio.TimerHandle | None = None
     # What the last checkpoint saved (length of answer + reasoning), to skip unchanged runs.
     _saved: int = -1
     # Every frame the run sent, in order (``frames[n - 1]`` has ``seq`` n): followers replay
@@ -182,7 +204,8 @@ class ActiveRun:
 
     def flush(self) -> None:
         """Send the coalesced token / think deltas as one frame each (or several, when the
-        text is longer than ``TEXT_FRAME_CHARS``: every frame stays under a socket's limit)."""
+        text is longer than ``TEXT_FRAME_CHARS``: every frame stays under a socket's limit),
+        then the pieces of tool calls being written."""
         if self._thoughts:
             text = "".join(self._thoughts)
             self._thoughts.clear()
@@ -195,6 +218,41 @@ class ActiveRun:
             for start in range(0, len(text), TEXT_FRAME_CHARS):
                 part = text[start : start + TEXT_FRAME_CHARS]
                 self._publish(TokenFrame(run=self.run_id, seq=self.seq + 1, content=part))
+        if self._deltas:
+            self._flush_calls()
+
+    def _call_delta(self, delta: CallDelta) -> None:
+        """A piece of a tool call the model is writing: sent within a tick, with the pieces
+        that arrive meanwhile (the call may stream with no text, so no chunk wakes the loop)."""
+        self._deltas.append(delta)
+        if self._deltas_due is None and not self.settled:
+            loop = asyncio.get_running_loop()
+            self._deltas_due = loop.call_later(self.manager.timings.tick, self._flush_calls)
+
+    def _flush_calls(self) -> None:
+        if self._deltas_due is not None:
+            self._deltas_due.cancel()
+            self._deltas_due = None
+        deltas, self._deltas = self._deltas, []
+        for index, call_id, name, pieces in coalesced(deltas):
+            text = "".join(pieces)
+            # A long argument (a file's text) goes in several frames, each under the limit.
+            for start in range(0, max(len(text), 1), TEXT_FRAME_CHARS):
+                self._publish(
+                    ToolCallFrame(
+                        run=self.run_id,
+                        seq=self.seq + 1,
+                        index=index,
+                        id=call_id,
+                        name=name,
+                        arguments=text[start : start + TEXT_FRAME_CHARS],
+                    )
+                )
+
+    def _executing(self, calls: Sequence[ToolCall]) -> None:
+        """Calls start running now: each card says so until its result comes."""
+        for call in calls:
+            self.emit(ToolExecuteFrame, call=call_payload(call))
 
     async def drive(self) -> None:
         """Run the agent to its end, publishing and committing as it goes.
@@ -215,6 +273,8 @@ class ActiveRun:
         provider = session.agent.provider
         if isinstance(provider, HttpProvider):
             provider.on_retry = self._waiting
+            provider.on_call = self._call_delta
+        session.tools.on_start = self._executing
         session.agent.emitter.on("compact_error", self._compaction_failed)
         try:
             if self.decisions:

@@ -37,7 +37,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 # The frames that are most of the traffic; every other kind is rare and always shared.
-DELTAS = frozenset({"token", "think"})
+DELTAS = frozenset({"token", "think", "tool_call"})
 # How long a follower waits for a frame before it asks again (and checks the run settled).
 REPLAY_SECONDS = 2.0
 TERMINAL = frozenset({"finish", "error"})

@@ -1,7 +1,7 @@
 """Human approval: a call an ``ask`` rule matched waits, unrun, for a person's decision.
 
 The authority lets the call through (``PolicyAuthority`` with a gate) and the gate holds it:
-the gated tool manager answers it with a placeholder instead of running it, and the run stops
+the run's tools (``RunTools``) answer it with a placeholder instead of running it, and the run stops
 before its next turn (the kit's scheduler seam, as for the client's tools), so the turn's
 other calls still run and the history holds the assistant turn with all its calls. The run
 settles as ``awaiting_approval``; once every held call is decided, the next run executes the
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 from conversations.approvals import Decided
 from orkestrel.core import (
@@ -22,7 +22,6 @@ from orkestrel.core import (
     Message,
     Scheduler,
     ToolCall,
-    ToolCallInput,
     ToolManager,
     ToolOutcome,
     ToolResult,
@@ -41,7 +40,6 @@ __all__ = [
     "APPROVAL_STOP",
     "AWAITING_RESULT",
     "ApprovalGate",
-    "GatedTools",
     "Held",
     "apply_decisions",
     "denial_text",
@@ -66,7 +64,8 @@ class Held:
 
 class ApprovalGate:
     """The calls of one run that wait for a person; once there is one, the run stops before
-    its next turn (after the scheduler it wraps, ``then``, had its say)."""
+    its next turn (after the scheduler it wraps, ``then``, had its say). The run's tools
+    (``RunTools``) ask it which calls to hold back."""
 
     __slots__ = ("_tools", "agent", "held", "then")
 
@@ -86,46 +85,18 @@ class ApprovalGate:
         tool = self._tools.tool(call.name)
         self.held[call.id] = Held(call, rule, tool.parameters if tool is not None else None)
 
+    def holds(self, call: ToolCall) -> bool:
+        return call.id in self.held
+
+    def placeholder(self, call: ToolCall) -> ToolResult:
+        return ToolResult(call.id, call.name, value=AWAITING_RESULT)
+
     async def yield_(self, *, signal: AbortSignal | None = None) -> None:
         """The kit's scheduler seam, awaited before every turn after the first."""
         if self.then is not None:
             await self.then.yield_(signal=signal)
         if self.held and self.agent is not None:
             self.agent.abort(APPROVAL_REASON)
-
-
-class GatedTools(ToolManager):
-    """A tool manager that answers a held call with a placeholder instead of running it."""
-
-    __slots__ = ("gate",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = ApprovalGate(self)
-
-    @overload
-    async def execute(self, calls: ToolCallInput) -> ToolResult: ...
-    @overload
-    async def execute(self, calls: Sequence[ToolCallInput]) -> list[ToolResult]: ...
-    async def execute(
-        self, calls: ToolCallInput | Sequence[ToolCallInput]
-    ) -> ToolResult | list[ToolResult]:
-        held = self.gate.held
-        # The kit's loop hands over lists of its own ``ToolCall``s; anything else runs as is.
-        if not held or not isinstance(calls, list):
-            return await super().execute(calls)
-        runnable = [call for call in calls if not _is_held(call, held)]
-        ran = iter(await super().execute(runnable) if runnable else ())
-        return [
-            ToolResult(call.id, call.name, value=AWAITING_RESULT)
-            if isinstance(call, ToolCall) and call.id in held
-            else next(ran)
-            for call in calls
-        ]
-
-
-def _is_held(call: ToolCallInput, held: Mapping[str, Held]) -> bool:
-    return isinstance(call, ToolCall) and call.id in held
 
 
 def denial_text(decided: Decided) -> str:

@@ -25,7 +25,6 @@ from orkestrel.core import (
     TokenUsage,
     ToolCall,
     ToolResult,
-    WorkspaceManager,
     create_budget,
     estimate_messages,
 )
@@ -33,21 +32,21 @@ from orkestrel.core import (
     AuthorityDecision as Decision,
 )
 from orkestrel.core.dispatch import READ_ONLY_ZONE
-from orkestrel.core.workspace import MoveEvent
 from orkestrel.db import in_thread
-from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
 from ..authority import PolicyAuthority
 from ..models import (
     AuthorityRule,
 )
-from .approvals import ApprovalGate, GatedTools
+from .approvals import ApprovalGate
 from .budgets import run_budget
 from .client_tools import ClientToolAuthority, Handoff, client_tool
 from .overrides import RunOverrides
 from .providers import provider_for
 from .registry import ToolContext
+from .run_tools import RunTools
+from .session_workspaces import SessionWorkspaces, WorkspaceChanges
 from .spec import LoadedSession, RuntimeSpec, load_session
 from .summarizer import make_summarizer
 from .toolset import build_tool_manager
@@ -89,36 +88,11 @@ class DecisionLog:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkspaceChanges:
-    """A session's file changes, merged into what is stored at commit time.
-
-    Only paths the agent touched are written back, so a file the user uploads while a run is
-    going is never overwritten or dropped.
-    """
-
-    written: Mapping[str, Mapping[str, Any]]
-    removed: frozenset[str]
-    cleared: bool
-
-    def save(self, store: DjangoWorkspaceStore, workspace_id: str) -> None:
-        # Locked before the read (PostgreSQL): an upload landing in between is not lost.
-        Workspace.objects.select_for_update().filter(pk=workspace_id).exists()
-        stored = store.get_sync(workspace_id)
-        files: dict[str, Any] = {}
-        if stored is not None and not self.cleared:
-            files = {file["path"]: file for file in stored["files"]}
-        files.update(self.written)
-        for path in self.removed:
-            files.pop(path, None)
-        store.set_sync({"id": workspace_id, "files": list(files.values())})
-
-
-@dataclass(frozen=True, slots=True)
 class Changes:
     """What one commit writes, captured on the event loop."""
 
     snapshot: ConversationSnapshot | None
-    files: WorkspaceChanges | None
+    files: list[WorkspaceChanges]
     decisions: list[tuple[ToolCall, Decision, AuthorityRule | None]]
     failures: list[tuple[ToolCall, str]]
     usage: TokenUsage | None
@@ -132,10 +106,11 @@ class ChatSession:
         spec: RuntimeSpec,
         agent: Agent,
         conversations: ConversationManager,
-        workspaces: WorkspaceManager,
+        workspaces: SessionWorkspaces,
         decisions: DecisionLog,
         overrides: RunOverrides | None = None,
         gate: ApprovalGate | None = None,
+        tools: RunTools | None = None,
     ) -> None:
         self.spec = spec
         self.agent = agent
@@ -143,6 +118,8 @@ class ChatSession:
         self.workspaces = workspaces
         self.decisions = decisions
         self.overrides = overrides or RunOverrides()
+        # The agent's tools: they say when calls start (and hold those the gate keeps).
+        self.tools = tools or RunTools()
         # Set when the run may call the client's tools: it stops once it has.
         self.handoff: Handoff | None = (
             Handoff(agent, self.overrides.client_names) if self.overrides.client_tools else None
@@ -156,35 +133,7 @@ class ChatSession:
             gate.then = agent.scheduler
             agent.scheduler = gate
         self.run_id: int | None = None
-        # Paths the agent changed this session: only these are written back, so a file the
-        # user uploads while a run is going is never overwritten or dropped.
-        self._written: set[str] = set()
-        self._removed: set[str] = set()
-        self._cleared = False
         agent.emitter.on("tool", decisions.record_result)
-        for workspace in workspaces.workspaces():
-            emitter = workspace.emitter
-            emitter.on("write", lambda file: self._touch(file.path))
-            emitter.on("remove", lambda path: self._drop(path))
-            emitter.on("move", self._move)
-            emitter.on("clear", self._clear)
-
-    def _touch(self, path: str) -> None:
-        self._written.add(path)
-        self._removed.discard(path)
-
-    def _drop(self, path: str) -> None:
-        self._removed.add(path)
-        self._written.discard(path)
-
-    def _move(self, event: MoveEvent) -> None:
-        self._drop(event["from"])
-        self._touch(event["to"])
-
-    def _clear(self) -> None:
-        self._cleared = True
-        self._written.clear()
-        self._removed.clear()
 
     @property
     def conversation_id(self) -> str:
@@ -260,7 +209,7 @@ class ChatSession:
         else:
             conversations.add(id=spec.conversation_id)
         workspace_store = DjangoWorkspaceStore(owner=spec.user_id)
-        workspaces = WorkspaceManager(store=workspace_store)
+        workspaces = SessionWorkspaces(workspace_store)
         if not preloaded:
             workspace = await workspace_store.get(spec.workspace_id)
         if workspace is not None:
@@ -271,10 +220,11 @@ class ChatSession:
         if spec.instructions:
             instructions.add(list(spec.instructions))
         decisions = DecisionLog()
-        # A rule that asks a person needs the gate that holds its calls (and the tools that
+        run_tools = RunTools()
+        # A rule that asks a person needs the gate that holds its calls (the run's tools
         # answer them with a placeholder); without one, an ``ask`` denies.
-        gated = GatedTools() if any(rule.asks for rule in spec.rules) else None
-        gate = gated.gate if gated is not None else None
+        gate = ApprovalGate(run_tools) if any(rule.asks for rule in spec.rules) else None
+        run_tools.gate = gate
         # The authority reports its own decisions; read-only mode refuses before asking it.
         # Built from rows loaded in ``load_spec``: evaluating a call must run no query.
         authority: Authority | None = (
@@ -297,7 +247,7 @@ class ChatSession:
             conversations=conversations,
             scope=scope,
             authority=authority,
-            tools=gated,
+            tools=run_tools,
             limit=profile.limit,
             timeout=profile.timeout,
             read_only=spec.read_only,
@@ -320,7 +270,7 @@ class ChatSession:
             agent.context.tools.add(tool)
         for definition in overrides.client_tools:
             agent.context.tools.add(client_tool(definition))
-        return cls(spec, agent, conversations, workspaces, decisions, overrides, gate)
+        return cls(spec, agent, conversations, workspaces, decisions, overrides, gate, run_tools)
 
     async def commit(
         self,
@@ -339,7 +289,7 @@ class ChatSession:
         snapshot = conversation.snapshot() if conversation is not None else None
         changes = Changes(
             snapshot,
-            self._workspace_changes(),
+            self.workspaces.changes(),
             self.decisions.drain(),
             self.decisions.drain_failures(),
             usage,
@@ -352,30 +302,14 @@ class ChatSession:
         with transaction.atomic():
             if changes.snapshot is not None:
                 DjangoConversationStore(owner=self.spec.user_id).set_sync(changes.snapshot)
-            if changes.files is not None:
-                changes.files.save(
-                    DjangoWorkspaceStore(owner=self.spec.user_id), self.spec.workspace_id
-                )
+            if changes.files:
+                store = DjangoWorkspaceStore(owner=self.spec.user_id)
+                for files in changes.files:
+                    files.save(store)
             self._write_rows(changes)
             if then is not None:
                 then()
         return after() if after is not None else None
-
-    def _workspace_changes(self) -> WorkspaceChanges | None:
-        """This session's file changes since the last commit (``None`` when there are none)."""
-        if not (self._written or self._removed or self._cleared):
-            return None
-        workspace = self.workspaces.workspace(self.spec.workspace_id)
-        if workspace is None:
-            return None
-        mine = {file["path"]: file for file in workspace.snapshot()["files"]}
-        changes = WorkspaceChanges(
-            written={path: mine[path] for path in self._written if path in mine},
-            removed=frozenset(self._removed),
-            cleared=self._cleared,
-        )
-        self._written, self._removed, self._cleared = set(), set(), False
-        return changes
 
     def _write_rows(self, changes: Changes) -> None:
         """The run's own rows: authority decisions, tool failures, the conversation's usage."""

@@ -8,9 +8,12 @@ keyed by position, usage and the stop reason.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, Required, TypedDict
 
 import httpx
@@ -42,7 +45,24 @@ from .wire import (
     to_tools,
 )
 
-__all__ = ["ErrorFactory", "HttpProvider", "PendingCall", "Turn"]
+__all__ = ["CallDelta", "CallListener", "ErrorFactory", "HttpProvider", "PendingCall", "Turn"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CallDelta:
+    """A tool call as the model streams it: its position in the turn, its id and name once the
+    wire gave them, and the new piece of its arguments' JSON text."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+CallListener = Callable[[CallDelta], None]
+"""Told of each new piece of a streamed tool call (a run shows the call as it is written)."""
 
 
 class ErrorFactory(Protocol):
@@ -59,15 +79,41 @@ class ErrorFactory(Protocol):
 
 
 class PendingCall:
-    """A tool call being assembled: streamed argument ``parts`` or a whole ``value``."""
+    """A tool call being assembled: streamed argument ``parts`` or a whole ``value``.
 
-    __slots__ = ("id", "name", "parts", "value")
+    ``told`` counts the parts a ``CallListener`` heard of (``-1``: it heard the whole value).
+    """
+
+    __slots__ = ("id", "name", "parts", "told", "value")
 
     def __init__(self, id: str | None, name: str | None) -> None:
         self.id = id
         self.name = name
         self.parts: list[str] = []
         self.value: Any = None
+        self.told: int | None = None
+
+
+def _tell_calls(calls: Mapping[int, PendingCall], listener: CallListener) -> None:
+    """Tell ``listener`` what each call gained since it was last told (and of new calls)."""
+    for index, call in calls.items():
+        told = call.told
+        if told == -1:
+            continue
+        if call.value is not None:
+            call.told = -1
+            piece = json.dumps(call.value, ensure_ascii=False, default=str)
+        else:
+            count = len(call.parts)
+            if told is not None and count == told:
+                continue
+            piece = "".join(call.parts[told or 0 :])
+            call.told = count
+        try:
+            listener(CallDelta(index, call.id, call.name, piece))
+        except Exception:
+            # A broken listener must not break the stream.
+            logger.exception("a tool call listener failed")
 
 
 class Turn:
@@ -273,6 +319,8 @@ class HttpProvider:
                 f"not {first_token_timeout!r}"
             )
         self._max_line = max_line_bytes
+        # Told of each streamed tool call's pieces (``CallListener``); ``None``: nobody asks.
+        self.on_call: CallListener | None = None
         self._model = model
         self._base_url = base_url.rstrip("/")
         self._name = name or self.default_name
@@ -411,6 +459,8 @@ class HttpProvider:
         exchange = self._http.open(body, signal)
         out: list[ProviderStreamItem] = []
         feed = turn.feed
+        listener = self.on_call
+        calls = turn.calls
         try:
             while True:
                 chunk = await exchange.next()
@@ -419,6 +469,8 @@ class HttpProvider:
                     if turn.done:
                         break  # Anything after the end marker is not part of the turn.
                     feed(payload, out)
+                    if listener is not None and calls:
+                        _tell_calls(calls, listener)
                     if out:
                         for item in out:
                             yield item

@@ -357,6 +357,12 @@ const handlers = {
   think(frame) {
     startLive(frame.run).think(frame.content || "");
   },
+  tool_call(frame) {
+    startLive(frame.run).callDelta(frame);
+  },
+  tool_execute(frame) {
+    startLive(frame.run).execute(frame);
+  },
   tool(frame) {
     startLive(frame.run).tool(frame);
     const id = frame.call?.id;

@@ -88,7 +88,7 @@ export class LiveRun {
     };
     let turn = this.current;
     if (!turn || turn.messageId) turn = this._turn();
-    const existing = this._entry(call.id);
+    const existing = this._adopt(call.id);
     if (existing) {
       existing.tool = tool;
       fillToolCard(existing.card, tool);
@@ -97,10 +97,68 @@ export class LiveRun {
     this._addCard(turn, tool);
   }
 
-  _addCard(turn, tool) {
+  /** A piece of a call the model is writing (a `tool_call` frame): its card shows it grow. */
+  callDelta(frame) {
+    const key = `stream:${frame.index}`;
+    let entry = this._writing(key);
+    if (!entry) {
+      let turn = this.current;
+      if (!turn || turn.messageId) turn = this._turn();
+      const tool = { id: frame.id || "", name: frame.name || "", arguments: "", phase: "writing", key };
+      entry = this._addCard(turn, tool, frame.id || key);
+    }
+    const tool = entry.tool;
+    if (frame.name && !tool.name) tool.name = frame.name;
+    if (frame.id && !tool.id) tool.id = frame.id;
+    tool.arguments += frame.arguments || "";
+    fillToolCard(entry.card, tool);
+  }
+
+  /** A call starts running (a `tool_execute` frame): its card says so until the result. */
+  execute(frame) {
+    const call = frame.call || {};
+    const tool = { id: call.id, name: call.name, arguments: call.arguments, phase: "running" };
+    const existing = this._adopt(call.id);
+    if (existing) {
+      existing.tool = tool;
+      fillToolCard(existing.card, tool);
+      return;
+    }
+    let turn = this.current;
+    if (!turn || turn.messageId) turn = this._turn();
+    this._addCard(turn, tool);
+  }
+
+  /** The card of call `callId`, or the oldest card still being written (its id may have been
+   * re-minted: ids belong to the agent), re-keyed to `callId`. */
+  _adopt(callId) {
+    const found = this._entry(callId);
+    if (found) return found;
+    for (const turn of this.turns) {
+      for (const [key, entry] of turn.cards) {
+        if (entry.tool.phase !== "writing") continue;
+        turn.cards.delete(key);
+        turn.cards.set(callId, entry);
+        entry.card.dataset.callId = callId || "";
+        return entry;
+      }
+    }
+    return null;
+  }
+
+  _writing(key) {
+    for (const turn of this.turns) {
+      for (const entry of turn.cards.values()) if (entry.tool.key === key && entry.tool.phase === "writing") return entry;
+    }
+    return null;
+  }
+
+  _addCard(turn, tool, key = tool.id) {
     const card = renderToolCard(tool);
     turn.li.append(card);
-    turn.cards.set(tool.id, { card, tool });
+    const entry = { card, tool };
+    turn.cards.set(key, entry);
+    return entry;
   }
 
   _entry(callId) {
@@ -128,7 +186,7 @@ export class LiveRun {
           turn.body = null;
         }
         for (const call of message.calls || []) {
-          if (!this._entry(call.id)) {
+          if (!this._adopt(call.id)) {
             this._addCard(turn, { id: call.id, name: call.name, arguments: call.arguments });
           }
         }

@@ -52,8 +52,9 @@ export function fillBody(body, message) {
 }
 
 /**
- * A tool card. `tool` is {id, name, arguments, result, error, denied, reason, rule}; a missing
- * `result` and `error` shows the card as still waiting.
+ * A tool card. `tool` is {id, name, arguments, result, error, denied, reason, rule, phase}; a
+ * missing `result` and `error` shows the card as still waiting (`phase`: "writing" while the
+ * model streams the call, "running" once it executes).
  */
 export function renderToolCard(tool) {
   const card = el("div", {
@@ -80,6 +81,10 @@ export function fillToolCard(card, tool) {
   );
   if (tool.denied) {
     head.append(el("span", { className: "badge badge-denied", "data-testid": "tool-denied", text: "denied" }));
+  } else if (!hasResult && !hasError && tool.phase === "writing") {
+    head.append(el("span", { className: "badge badge-running", "data-testid": "tool-writing", text: "writing…" }));
+  } else if (!hasResult && !hasError && tool.phase === "running") {
+    head.append(el("span", { className: "badge badge-running", "data-testid": "tool-running", text: "running…" }));
   } else if (!hasResult && !hasError) {
     head.append(el("span", { className: "badge badge-pending", text: "no result" }));
   } else if (hasError) {
@@ -98,13 +103,14 @@ export function fillToolCard(card, tool) {
   }
   const details = el(
     "details",
-    { className: "tool-details" },
+    { className: "tool-details", open: tool.phase === "writing" },
     el("summary", { text: "Arguments and result" }),
     el(
       "div",
       { className: "tool-part" },
       el("span", { className: "tool-part-label", text: "Arguments" }),
-      el("pre", { className: "tool-args", text: prettyJson(tool.arguments ?? {}) }),
+      // While the model writes it, the arguments are raw text, shown as they arrive.
+      el("pre", { className: "tool-args", text: tool.phase === "writing" ? tool.arguments : prettyJson(tool.arguments ?? {}) }),
     ),
   );
   if (hasResult || hasError) {

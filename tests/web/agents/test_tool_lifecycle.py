@@ -1,0 +1,69 @@
+"""A tool call's lifecycle reaches the chat as frames: ``tool_call`` while the model writes it
+(its pieces join to the arguments), ``tool_execute`` when it starts, ``tool`` with its result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from agents.models import AgentProfile, ProviderEndpoint, Tool
+from agents.routing import websocket_urlpatterns
+from conversations.models import Conversation
+from tests.providers.turns import reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WRITE = {"operation": "write", "path": "a.md", "content": "A"}
+LIST = {"operation": "list"}
+
+
+@pytest.fixture
+def chat(user, stub) -> Conversation:
+    ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
+    profile = AgentProfile.objects.create(slug="editor", name="Editor", model="stub/m")
+    profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
+    return Conversation.objects.create(owner=user, title="Notes", profile=profile)
+
+
+async def test_a_call_is_seen_written_then_running_then_with_its_result(user, chat, stub, manager):
+    stub.enqueue(
+        reply("openai", calls=[("c1", "workspace", LIST), ("c2", "workspace", WRITE)]),
+        reply("openai", ["Done."]),
+    )
+    socket = WebsocketCommunicator(
+        URLRouter(websocket_urlpatterns),
+        f"/ws/conversations/{chat.id}/",
+        headers=[(b"origin", b"http://testserver")],
+    )
+    socket.scope["user"] = user
+    assert (await socket.connect())[0]
+    await socket.receive_json_from(timeout=5)
+    await socket.send_json_to({"type": "send", "content": "write"})
+    frames = []
+    while not frames or frames[-1]["type"] != "finish":
+        frames.append(await socket.receive_json_from(timeout=5))
+    await socket.disconnect()
+
+    written: dict[int, str] = {}
+    for frame in (f for f in frames if f["type"] == "tool_call"):
+        written[frame["index"]] = written.get(frame["index"], "") + frame["arguments"]
+    assert {index: json.loads(text) for index, text in written.items()} == {0: LIST, 1: WRITE}
+    lifecycle = [
+        (frame["type"], frame["call"]["id"])
+        for frame in frames
+        if frame["type"] in ("tool_execute", "tool")
+    ]
+    # The safe list starts, then the write alone (in its own batch); the results follow in
+    # the model's order once the turn's calls ended.
+    assert lifecycle == [
+        ("tool_execute", "c1"),
+        ("tool_execute", "c2"),
+        ("tool", "c1"),
+        ("tool", "c2"),
+    ]
+    kinds = [frame["type"] for frame in frames]
+    assert kinds.index("tool_call") < kinds.index("tool_execute")
+    assert [frame["seq"] for frame in frames] == list(range(1, len(frames) + 1))
