@@ -29,8 +29,10 @@ from .models import (
     AuthorityPolicy,
     AuthorityRule,
     Instruction,
+    PromptTemplate,
     ProviderEndpoint,
     Scope,
+    Skill,
     Tool,
     bump_config_revision,
 )
@@ -297,6 +299,37 @@ class InstructionAdmin(admin.ModelAdmin):
     def excerpt(self, instruction: Instruction) -> str:
         text = " ".join(instruction.content.split())
         return text if len(text) <= 80 else f"{text[:79]}…"
+
+
+@admin.register(Skill)
+class SkillAdmin(admin.ModelAdmin):
+    """Instructions offered as skills: off until a conversation activates one (``/skill
+    name`` or the model's ``skills`` tool), then in each of its later runs."""
+
+    list_display = ["name", "description", "enabled"]
+    list_select_related = ["instruction"]
+    search_fields = ["instruction__name", "description"]
+    autocomplete_fields = ["instruction"]
+    ordering = ["instruction__name"]
+
+    @admin.display(description="name", ordering="instruction__name")
+    def name(self, skill: Skill) -> str:
+        return skill.instruction.name
+
+    @admin.display(description="offered", boolean=True, ordering="instruction__enabled")
+    def enabled(self, skill: Skill) -> bool:
+        return skill.instruction.enabled
+
+
+@admin.register(PromptTemplate)
+class PromptTemplateAdmin(admin.ModelAdmin):
+    """``/name`` shortcuts: the composer lists the enabled ones as the user types ``/``."""
+
+    list_display = ["__str__", "description", "enabled", "updated"]
+    list_filter = ["enabled"]
+    list_editable = ["enabled"]
+    search_fields = ["name", "description", "text"]
+    fields = ["name", "description", "text", "enabled"]
 
 
 @admin.register(AgentProfile)

@@ -49,6 +49,8 @@ from .runs import (
 from .runs.errors import NothingToContinue, StartFailed, TooManyRuns
 from .runs.relay import listening, remote_snapshot
 from .runs.service import Compacted
+from .runs.submissions import Repeat
+from .runtime.skills import UnknownSkill
 from .runtime.spec import NoProfileError
 
 __all__ = ["ChatConsumer", "NotFoundConsumer"]
@@ -180,6 +182,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("nothing_to_continue", str(error))
         except PendingFull as error:
             await self._refuse("too_many_pending", str(error))
+        except UnknownSkill as error:
+            await self._refuse("unknown_skill", str(error))
         except ApprovalRefused as error:
             await self._refuse(error.code, str(error))
 
@@ -220,6 +224,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
         if isinstance(sent, Compacted) and sent.section is None:
             await self._refuse("nothing_to_compact", "nothing to fold yet")
+        if isinstance(sent, Repeat):
+            # An accidental second submit: the first one's run (or queue) answers for both.
+            await self._refuse("duplicate", "the same message was just sent; this one is ignored")
         if frame.attachments:
             await in_thread(discard_attachments)(self.conversation_id, frame.attachments)
 

@@ -89,6 +89,7 @@ def fork_conversation(*, user: User, conversation_id: str, message_id: str) -> C
             model=source.model,
             thinking=source.thinking,
             read_only=source.read_only,
+            skills=list(source.skills),
             forked_from=source,
             forked_at=message_id,
             workspace=workspace,

@@ -101,6 +101,13 @@ class Conversation(models.Model):
         default=False,
         help_text="Only read-only (safe) tools run; a write is refused and the model is told.",
     )
+    # By name, in the order they were activated: every later run adds their instructions.
+    skills = models.JSONField(
+        "skills",
+        default=list,
+        blank=True,
+        help_text="The skills activated in this conversation (instructions operators offer).",
+    )
     forked_from = models.ForeignKey(
         "self",
         on_delete=models.SET_NULL,

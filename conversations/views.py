@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from agents.models import PromptTemplate
 from orkestrel.core import THINKING_LEVELS
 from workspaces.services import MAX_TEXT_BYTES, max_image_bytes
 
@@ -137,6 +138,8 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         "max_message_chars": getattr(settings, "ORKESTREL", {}).get("MAX_MESSAGE_CHARS", 100_000),
         "model_choices": model_choices(request.user.pk),
         "thinking_levels": THINKING_LEVELS,
+        # The composer suggests them as the user types ``/``.
+        "prompt_templates": PromptTemplate.objects.suggestions(),
     }
     return render(request, "conversations/chat.html", context)
 

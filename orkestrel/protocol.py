@@ -457,11 +457,13 @@ class ApprovalFrame:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NoticeFrame:
-    """Something the user should know that does not stop the run (``compaction_failed``)."""
+    """Something the user should know that does not stop the run (``compaction_failed``);
+    outside a run (``run`` and ``seq`` null), what a command did (``skill_activated``,
+    ``skill_active``)."""
 
     type: Literal["notice"] = "notice"
-    run: int
-    seq: int
+    run: int | None = None
+    seq: int | None = None
     code: str
     message: str
 

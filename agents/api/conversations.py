@@ -34,6 +34,8 @@ from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 from ..runs import Busy
 from ..runs.errors import NothingToContinue, StartFailed, TooManyRuns
 from ..runs.service import Compacted, Queued
+from ..runs.submissions import Repeat
+from ..runtime.skills import Activation, UnknownSkill
 from ..runtime.spec import NoProfileError
 from .base import JsonErrors, deferred_json, user_id
 from .errors import Conflict, RunFailed, TooManyRunsError
@@ -177,7 +179,11 @@ class ConversationViewSet(
             "with `?wait=true` when the run has settled (`200`); with `Accept: "
             "text/event-stream` the run's events stream on the same response. While a run is "
             "going the message is stored as pending (`202` with `pending`): the next run takes "
-            "it. Slash commands: `/compact [focus]` (`200` with `compacted`), `/continue`."
+            "it. Slash commands: `/compact [focus]` (`200` with `compacted`), `/continue`, "
+            "`/skill <name>` (`200` with `skills`: `added`, `active`), `/<template> text` (the "
+            "operators' prompt template, expanded; `//text` sends `/text`). The same content "
+            "and images again within 2 s of the previous message, while it is the latest, is "
+            "ignored: `200` with `duplicate`, the first's `message` and `run` (or `pending`)."
         ),
         request=MessageCreateSerializer,
         parameters=[OpenApiParameter("wait", bool, description="Answer once the run settled.")],
@@ -228,11 +234,22 @@ class ConversationViewSet(
             raise RunFailed() from None
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
+        except UnknownSkill as error:
+            raise exceptions.ValidationError({"content": [str(error)]}) from None
         discard_attachments(str(conversation.pk), attachments)
+        if isinstance(sent, Repeat):
+            # An accidental second submit: nothing stored or run; answered with the first.
+            run = run_body(request, sent.run) if sent.run is not None else None
+            body: dict[str, Any] = {"duplicate": True, "message": sent.message, "run": run}
+            if sent.pending is not None:
+                body["pending"] = sent.pending
+            return Response(body)
         if isinstance(sent, Compacted):
             if sent.section is None:
                 raise exceptions.ValidationError({"content": ["Nothing to fold yet."]})
             return Response({"compacted": sent.section})
+        if isinstance(sent, Activation):
+            return Response({"skills": {"added": list(sent.added), "active": list(sent.active)}})
         if isinstance(sent, Queued):
             # A run is going: the message waits for the next one (it takes them all, merged).
             return Response({"pending": sent.pending}, status=status.HTTP_202_ACCEPTED)

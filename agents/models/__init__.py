@@ -11,7 +11,9 @@ from .endpoints import ProviderEndpoint
 from .jobs import AgentJob
 from .keys import ApiKey
 from .profiles import AgentProfile
+from .prompts import PromptTemplate
 from .revision import ConfigRevision, bump_config_revision, config_revision_subquery
+from .skills import Skill
 from .tools import Tool
 
 __all__ = [
@@ -22,8 +24,10 @@ __all__ = [
     "AuthorityRule",
     "ConfigRevision",
     "Instruction",
+    "PromptTemplate",
     "ProviderEndpoint",
     "Scope",
+    "Skill",
     "Tool",
     "bump_config_revision",
     "config_revision_subquery",

@@ -22,6 +22,7 @@ from orkestrel.protocol import (
     ApprovalPayload,
     CompactionFrame,
     MessagePayload,
+    NoticeFrame,
     PendingFrame,
     PendingPayload,
     SectionPayload,
@@ -30,7 +31,8 @@ from orkestrel.protocol import (
 
 from ..runtime.arguments import check_arguments
 from ..runtime.overrides import RunOverrides
-from .commands import Compact, Continue, Say, interpret
+from ..runtime.skills import Activation, activate_skills
+from .commands import Compact, Continue, LoadSkill, Say
 from .errors import Busy
 from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
@@ -44,6 +46,7 @@ from .records import (
     stored_events,
 )
 from .relay import follow_remote
+from .submissions import Repeat, read_submission
 
 __all__ = ["TERMINAL", "Compacted", "Queued", "RunHandle", "RunService", "run_service"]
 
@@ -122,12 +125,16 @@ class RunService:
         content: str,
         images: tuple[str, ...] = (),
         nonce: str | None = None,
-    ) -> RunHandle | Queued | Compacted:
-        """What a person submits: a message (trimmed), or a slash command (``commands``) done
-        just before its run; ``NothingToContinue`` for ``/continue`` on an empty
-        conversation. A message sent while a run is busy is queued as pending (``Queued``):
-        the next run takes it."""
-        match interpret(content, images=bool(images)):
+    ) -> RunHandle | Queued | Compacted | Activation | Repeat:
+        """What a person submits: a message (trimmed, a prompt template expanded), or a slash
+        command (``commands``) done just before its run; ``NothingToContinue`` for
+        ``/continue`` on an empty conversation, ``UnknownSkill`` for a ``/skill`` not offered.
+        A message sent while a run is busy is queued as pending (``Queued``): the next run
+        takes it. An identical submission right after the previous one is ignored
+        (``Repeat``: nothing stored, nothing run)."""
+        match await in_thread(read_submission)(user_id, conversation_id, content, images):
+            case Repeat() as repeat:
+                return repeat
             case Say(content=text):
                 try:
                     return await self.start(
@@ -149,6 +156,14 @@ class RunService:
                         user_id=user_id, conversation_id=conversation_id, focus=focus
                     )
                 )
+            case LoadSkill(name=name):
+                activation = await in_thread(activate_skills)(user_id, conversation_id, [name])
+                # Every tab hears of it; the next run carries the skill's instruction.
+                self.manager.publish(
+                    conversation_id,
+                    encode(NoticeFrame(code=activation.code, message=activation.message)),
+                )
+                return activation
             case unknown:
                 assert_never(unknown)
 

@@ -25,6 +25,7 @@ from ..models import (
     config_revision_subquery,
 )
 from .profile_config import profile_config
+from .skills import skill_instructions
 
 __all__ = ["LoadedSession", "NoProfileError", "RuntimeSpec", "load_session", "load_spec"]
 
@@ -106,6 +107,13 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
             )
     if endpoint is None:
         raise NoProfileError(f"profile {profile.slug!r} names a missing endpoint")
+    instructions = config.instructions
+    if conversation.skills:
+        # The skills this conversation activated join the profile's own instructions.
+        instructions = (
+            *instructions,
+            *skill_instructions(conversation.skills, conversation.config_revision),
+        )
     if conversation.workspace_id is None:
         # Every conversation gets a workspace the first time it runs.
         with transaction.atomic():
@@ -126,7 +134,7 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         policy=config.policy,
         rules=config.rules,
         scope=config.scope,
-        instructions=config.instructions,
+        instructions=instructions,
         model_name=model_name,
         thinking=conversation.thinking or profile.thinking,
         read_only=conversation.read_only or profile.read_only,

@@ -7,6 +7,7 @@
 // rendered as they arrive, and only the reconnect backoff waits.
 
 import { ApprovalPanel } from "./approvals.js";
+import { Attachments } from "./attachments.js";
 import { LiveRun } from "./live.js";
 import { APPLY, GAP, RunTracker } from "./protocol.js";
 import {
@@ -18,6 +19,7 @@ import {
   renderToolCard,
   transcriptItems,
 } from "./render.js";
+import { embeddedTemplates, SlashMenu } from "./slash.js";
 import { ChatSocket } from "./socket.js";
 import { WorkspacePanel } from "./workspace.js";
 
@@ -41,7 +43,10 @@ const ERROR_TEXT = {
   invalid: "The server could not read that request.",
   unknown_type: "The server did not understand that request.",
   run_failed: "The reply failed.",
+  unknown_skill: "There is no skill of that name.",
 };
+// A `/skill name` is answered with one of these notices (or an `unknown_skill` error).
+const SKILL_NOTICES = new Set(["skill_activated", "skill_active"]);
 // Errors that refuse a `send`: the message was not accepted, so its text goes back in the box.
 const REJECTED = new Set(["busy", "too_large", "invalid", "unknown_type", "no_profile", "nothing_to_continue"]);
 
@@ -419,7 +424,8 @@ const handlers = {
     if (frame.taken && frame.taken.length) restoreDraft(frame.taken.join("\n\n"));
   },
   notice(frame) {
-    notify(frame.message || "Something did not work as expected; the answer goes on.", "warning");
+    const fallback = "Something did not work as expected; the answer goes on.";
+    notify(frame.message || fallback, SKILL_NOTICES.has(frame.code) ? "info" : "warning");
   },
   wait(frame) {
     const seconds = Math.max(1, Math.round(frame.seconds || 0));
@@ -443,6 +449,19 @@ const handlers = {
     setStreaming(false);
   },
   error(frame) {
+    if (frame.code === "duplicate") {
+      // An accidental second submit: the first was taken, this one is dropped.
+      const last = Array.from(pending.entries()).pop();
+      if (last) {
+        pending.delete(last[0]);
+        last[1].li.remove();
+      }
+      return;
+    }
+    if (frame.code === "unknown_skill" && lastCommand !== null) {
+      restoreDraft(lastCommand);
+      lastCommand = null;
+    }
     if (APPROVAL_ERRORS.has(frame.code)) approvals.released();
     if (frame.run !== undefined && frame.run !== null) {
       showRunNote({ id: frame.run, status: "error", error: frame.message });
@@ -527,10 +546,15 @@ function nonce() {
   return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
 }
 
-function submitMessage() {
+let submitting = false; // images are uploading: another Enter must not send twice
+let lastCommand = null; // a `/skill` just sent, given back to the box if it is refused
+
+/** Send what the composer holds: its text and attached images (uploaded first). */
+async function submitMessage() {
+  if (submitting) return;
   const content = input.value;
-  if (!content.trim()) return;
-  const command = content.trim().match(/^\/compact(?:\s+([\s\S]*))?$/);
+  if (!content.trim() && !attachments.count) return;
+  const command = attachments.count ? null : content.trim().match(/^\/compact(?:\s+([\s\S]*))?$/);
   if (command) {
     // Done at once, no run: as the "Compact history" form does.
     requestCompaction(command[1]?.trim() || "");
@@ -538,20 +562,42 @@ function submitMessage() {
     autosize();
     return;
   }
+  let images = [];
+  if (attachments.count) {
+    submitting = true;
+    composer.classList.add("is-uploading");
+    try {
+      images = await attachments.upload();
+    } catch (error) {
+      notify(error.message);
+      return;
+    } finally {
+      submitting = false;
+      composer.classList.remove("is-uploading");
+    }
+  }
   const id = nonce();
-  if (!send({ type: "send", content, nonce: id })) {
+  const frame = { type: "send", content, nonce: id };
+  if (images.length) frame.attachments = images;
+  if (!send(frame)) {
     notify("Not connected right now; your message is still in the box. Reconnecting…", "warning");
     reconnectNow();
     return;
   }
-  const li = renderMessage({ id: "", role: "user", content, html: "" });
+  attachments.clear();
+  input.value = "";
+  autosize();
+  input.focus();
+  if (!images.length && /^\/skill(?:\s|$)/.test(content.trim())) {
+    // Not a message: a notice (or an error) answers it.
+    lastCommand = content;
+    return;
+  }
+  const li = renderMessage({ id: "", role: "user", content, html: "", images_count: images.length });
   li.classList.add("is-pending");
   li.dataset.nonce = id;
   transcript.append(li);
   pending.set(id, { li, content });
-  input.value = "";
-  autosize();
-  input.focus();
   markAnswer();
   li.scrollIntoView({ block: "end" });
 }
@@ -562,12 +608,33 @@ composer.addEventListener("submit", (event) => {
 });
 
 input.addEventListener("keydown", (event) => {
+  if (slashMenu.keydown(event)) return;
   if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
   event.preventDefault();
   submitMessage();
 });
 
 input.addEventListener("input", autosize);
+
+// Images by the button, by pasting and by dropping them on the composer; `/` suggestions.
+const attachments = new Attachments({
+  list: document.getElementById("attachment-previews"),
+  uploadUrl: root.dataset.attachmentsUrl,
+  csrfToken: document.querySelector("input[name=csrfmiddlewaretoken]")?.value || "",
+  maxBytes: Number(root.dataset.maxImageBytes) || 5 * 1024 * 1024,
+  notify,
+});
+attachments.watch({
+  input,
+  zone: composer,
+  button: document.getElementById("attach"),
+  picker: document.getElementById("attach-input"),
+});
+const slashMenu = new SlashMenu(
+  document.getElementById("slash-menu"),
+  input,
+  embeddedTemplates("prompt-templates"),
+);
 
 stopButton.addEventListener("click", () => {
   if (!send({ type: "abort" })) notify("Not connected right now; reconnecting…", "warning");

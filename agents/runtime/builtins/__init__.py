@@ -7,13 +7,14 @@ registry); importing this package registers nothing.
 from __future__ import annotations
 
 from ..registry import BuiltinTool, ToolRegistry, builtin_tools
-from . import conversation_search, http_fetch, workspace
+from . import conversation_search, http_fetch, skills, workspace
 
 __all__ = ["register_builtins"]
 
 
 def register_builtins(registry: ToolRegistry = builtin_tools) -> tuple[BuiltinTool, ...]:
-    """Register ``workspace``, ``conversation_search`` and ``http_fetch`` on ``registry``."""
+    """Register ``workspace``, ``conversation_search``, ``http_fetch`` and ``skills`` on
+    ``registry``."""
     return (
         registry.register(
             workspace.NAME,
@@ -35,5 +36,12 @@ def register_builtins(registry: ToolRegistry = builtin_tools) -> tuple[BuiltinTo
             description=http_fetch.DESCRIPTION,
             parameters=http_fetch.PARAMETERS,
             safe=http_fetch.SAFE,
+        ),
+        registry.register(
+            skills.NAME,
+            skills.create_skills_tool,
+            description=skills.DESCRIPTION,
+            parameters=skills.PARAMETERS,
+            safe=skills.SAFE,
         ),
     )

@@ -32,12 +32,13 @@ def registry() -> ToolRegistry:
     return registry
 
 
-def test_register_builtins_registers_the_three_builtins_with_their_schemas(registry):
-    assert registry.names() == ("workspace", "conversation_search", "http_fetch")
+def test_register_builtins_registers_the_four_builtins_with_their_schemas(registry):
+    assert registry.names() == ("workspace", "conversation_search", "http_fetch", "skills")
     entry = registry.get("http_fetch")
     assert (entry.safe, entry.parameters["required"]) == (True, ["url"])
     assert registry.get("workspace").safe is False
     assert registry.get("conversation_search").safe is False
+    assert registry.get("skills").safe is True
 
 
 def test_enabled_rows_become_tools_and_disabled_or_unknown_ones_are_skipped(registry, caplog):
