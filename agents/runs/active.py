@@ -32,6 +32,7 @@ from orkestrel.protocol import (
     ExhaustFrame,
     FinishFrame,
     NoticeFrame,
+    PendingFrame,
     RunSnapshot,
     SectionPayload,
     ServerFrame,
@@ -55,6 +56,7 @@ from orkestrel.providers.base import CallDelta, HttpProvider
 from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.client_tools import HANDOFF_STOP
 from ..runtime.session import ChatSession
+from .inbox import Inbox, Turned, append_pending
 from .pacing import Pacer
 from .payloads import committed_payload, joined, reason_text
 from .records import finish_run
@@ -276,12 +278,14 @@ class ActiveRun:
             provider.on_call = self._call_delta
         session.tools.on_start = self._executing
         session.agent.emitter.on("compact_error", self._compaction_failed)
+        # Between turns, messages sent meanwhile join the run (read once, when it starts).
+        inbox = session.agent.scheduler = Inbox(session.agent.scheduler)
         try:
             if self.decisions:
                 await self._apply_decisions()
             stream = session.agent.stream(**session.run_options())
             outcome = stream.result
-            channel = stream.channel
+            channel = inbox.channel = stream.channel
             while True:
                 await channel.wait()
                 chunks = channel.take()
@@ -299,6 +303,7 @@ class ActiveRun:
         except Exception as caught:
             error = caught
             logger.exception("run %s failed", self.run_id)
+            inbox.release()
             if outcome is not None:
                 # The channel raised the run's error; take it from the task too, or asyncio
                 # logs "Task exception was never retrieved" for every failed run.
@@ -364,6 +369,8 @@ class ActiveRun:
                 # The assistant turn with its calls and this tool message are now final.
                 await self._commit()
                 self.answer.clear()
+            elif kind is Turned:
+                await self._take_pending(chunk)
             elif kind is UsageChunk:
                 self.total = self.total + chunk.usage
                 self.emit(
@@ -372,6 +379,26 @@ class ActiveRun:
                     total=usage_payload(self.total),
                     context=self._context(),
                 )
+
+    async def _take_pending(self, turned: Turned) -> None:
+        """Between turns: the messages sent meanwhile join the run as one user message."""
+        try:
+            took = await in_thread(append_pending)(self.conversation_id, self.session.spec.user_id)
+            if took is not None:
+                message, payload = took
+                self.session.agent.context.messages.add(message)
+                self.committed.add(message.id)
+                self.emit(CommittedFrame, messages=[payload])
+                self.manager.publish(
+                    self.conversation_id, encode(PendingFrame(messages=[], taken=[]))
+                )
+        except Exception:  # noqa: BLE001 - they stay pending: the next run takes them
+            logger.warning(
+                "pending messages of run %s could not join it", self.run_id, exc_info=True
+            )
+        finally:
+            if not turned.done.done():
+                turned.done.set_result(None)
 
     def _context(self) -> ContextPayload:
         agent = self.session.agent

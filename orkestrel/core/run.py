@@ -159,9 +159,14 @@ class Run:
         turn = 0
         while turn < self.limit:
             if turn and scheduler is not None:
+                before = self.conversation.count
                 await scheduler.yield_(signal=signal)
                 if signal.aborted:
                     return "abort"
+                if self.conversation.count > before:
+                    # What the scheduler appended (a person's messages sent meanwhile) joins
+                    # this request, after the last turn's tool results.
+                    messages.extend(self.conversation.messages()[before:])
             emitter.emit("turn", turn)
             self.content = ""
             self.committed = False

@@ -325,6 +325,24 @@ async def test_scheduler_yields_between_turns_only():
     assert scheduler.count == 2
 
 
+async def test_messages_the_scheduler_appends_join_the_next_request_after_the_results():
+    class Inbox:
+        def __init__(self, agent):
+            self.agent = agent
+
+        async def yield_(self, *, signal=None):
+            self.agent.context.messages.add({"role": "user", "content": "also this"})
+
+    provider = ScriptedProvider(script=[tool_turn(call_id="1"), {"content": "both"}])
+    agent = create_agent(provider, tools=calc_tools())
+    agent.scheduler = Inbox(agent)
+    agent.context.messages.add({"role": "user", "content": "x"})
+    assert (await agent.generate()).content == "both"
+    sent = provider.calls[1].messages
+    assert [m.role for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[-1].content == "also this"
+
+
 async def test_sleep_scheduler_paces_turns():
     provider = ScriptedProvider(script=[tool_turn(), {"content": "x"}])
     agent = create_agent(provider, tools=calc_tools(), scheduler=create_sleep_scheduler(0))

@@ -28,7 +28,8 @@ class Reply:
 
     ``chunks`` are written one by one (chunked encoding for a 2xx, one body otherwise);
     ``drop_after`` cuts the socket after that many chunks; ``hold`` keeps the response open
-    after the chunks until the client closes it; ``pause`` sleeps before each chunk.
+    after the chunks until the client closes it; ``pause`` sleeps before each chunk; ``gate``
+    (a ``threading.Event``) holds the last chunk back until the test sets it.
     """
 
     chunks: Sequence[bytes] = ()
@@ -38,6 +39,7 @@ class Reply:
     drop_after: int | None = None
     hold: bool = False
     pause: float = 0.0
+    gate: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class StubServer:
                 return False
             if reply.pause:
                 await asyncio.sleep(reply.pause)
+            if reply.gate is not None and count == len(reply.chunks) - 1:
+                await asyncio.get_running_loop().run_in_executor(None, reply.gate.wait, 10.0)
             try:
                 writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 await writer.drain()
