@@ -15,7 +15,7 @@ PYTHON ?= $(shell for c in python3.14 python3.13 python3.12 python3 \
 # they get this one unless SECRET_KEY is already set. Never use it for a server.
 TEST_SECRET_KEY := orkestrel-tests-only-c4f1e0b27d9a4c6e8b3f5a1d7e2c9b60-not-for-any-server
 
-.PHONY: run test lint format lint-imports bench audit secret-key clean
+.PHONY: run up test lint format lint-imports bench audit secret-key clean
 
 $(VENV)/.created:
 	@if [ -z "$(PYTHON)" ]; then echo "error: orkestrel needs Python >= 3.12 (python3.12 or newer on PATH); none found." >&2; exit 1; fi
@@ -45,6 +45,12 @@ run: $(VENV)/.runtime secret-key
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) --websocket-max-message-size 33554432 orkestrel.asgi:application
+
+# Two web processes and two Celery workers on PostgreSQL and Redis (README, "Running several
+# processes"): DATABASE_URL, REDIS_URL and CELERY_BROKER_URL default to the local services;
+# UP_ARGS passes options on, e.g. `make up UP_ARGS="--workers 4"`. Ctrl-C stops them all.
+up: $(VENV)/.runtime secret-key
+	$(PY) scripts/up.py --host $(HOST) --port $(PORT) $(UP_ARGS)
 
 test bench: export SECRET_KEY ?= $(TEST_SECRET_KEY)
 

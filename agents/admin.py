@@ -348,7 +348,7 @@ class AgentProfileAdmin(admin.ModelAdmin):
     list_select_related = ["scope", "authority_policy"]
     search_fields = ["name", "slug", "model", "description"]
     prepopulated_fields = {"slug": ["name"]}
-    filter_horizontal = ["tools", "instructions", "users", "groups"]
+    filter_horizontal = ["tools", "instructions", "users", "groups", "may_delegate_to"]
     readonly_fields = ["created", "updated"]
     actions = ["make_default"]
     fieldsets = [
@@ -358,7 +358,16 @@ class AgentProfileAdmin(admin.ModelAdmin):
         ("Context", {"fields": ["context_window", "keep", "sections_cap"]}),
         (
             "Capabilities",
-            {"fields": ["tools", "instructions", "scope", "authority_policy", "read_only"]},
+            {
+                "fields": [
+                    "tools",
+                    "instructions",
+                    "scope",
+                    "authority_policy",
+                    "read_only",
+                    "may_delegate_to",
+                ]
+            },
         ),
         ("Access", {"fields": ["users", "groups"]}),
         ("History", {"fields": ["created", "updated"]}),
@@ -441,23 +450,42 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(AgentJob)
 class AgentJobAdmin(admin.ModelAdmin):
-    """Read-only: jobs are enqueued through the API and settled by the server that runs them.
+    """Jobs are enqueued through the API and settled by the process that runs them; here an
+    operator watches them, cancels open ones and runs failed or cancelled ones again.
 
-    Deleting stays possible (deleting a user deletes their jobs, and the admin asks for this
-    permission then); a job still open is deleted from under its holder, which then stops
-    writing to it.
+    Both actions are requests in the database (``AgentJob.objects``): the holder of a running
+    job stops it at its next heartbeat, and a retried job, held by no one, is sent again by the
+    job service's sweep. Deleting stays possible (deleting a user deletes their jobs, and the
+    admin asks for this permission then); a job still open is deleted from under its holder,
+    which then stops writing to it.
     """
 
-    list_display = ["id", "user", "profile", "status", "attempts", "created", "finished", "owner"]
-    list_filter = ["status", "created"]
+    list_display = [
+        "id",
+        "user",
+        "profile",
+        "status",
+        "attempts",
+        "runs",
+        "depth",
+        "owner",
+        "created",
+        "started",
+        "duration",
+        "error_code",
+        "error_line",
+    ]
+    list_filter = ["status", "depth", "error_code", "created"]
     list_select_related = ["user", "profile"]
-    search_fields = ["id", "user__username", "profile__slug", "owner"]
+    search_fields = ["id", "user__username", "profile__slug", "owner", "error"]
+    actions = ["cancel_jobs", "retry_jobs"]
     fieldsets = [
         (None, {"fields": ["id", "user", "profile", "status", "attempts", "cancel_requested"]}),
         ("Request", {"fields": ["job", "retries", "allow_partial"]}),
         ("Outcome", {"fields": ["result", "error_code", "error"]}),
+        ("Delegation", {"fields": ["parent", "depth"]}),
         ("Holder", {"fields": ["owner", "heartbeat"]}),
-        ("History", {"fields": ["created", "started", "finished"]}),
+        ("History", {"fields": ["created", "started", "finished", "history"]}),
     ]
     readonly_fields = [
         "id",
@@ -472,15 +500,53 @@ class AgentJobAdmin(admin.ModelAdmin):
         "result",
         "error_code",
         "error",
+        "parent",
+        "depth",
         "owner",
         "heartbeat",
         "created",
         "started",
         "finished",
+        "history",
     ]
+
+    @admin.display(description="earlier runs")
+    def runs(self, job: AgentJob) -> int:
+        return len(job.history or [])
+
+    @admin.display(description="duration")
+    def duration(self, job: AgentJob) -> str:
+        if job.started is None or job.finished is None:
+            return "—"
+        return f"{(job.finished - job.started).total_seconds():.1f} s"
+
+    @admin.display(description="error", ordering="error")
+    def error_line(self, job: AgentJob) -> str:
+        return job.error if len(job.error) <= 120 else job.error[:119] + "…"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: AgentJob | None = None) -> bool:
         return False
+
+    def has_operate_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("agents.change_agentjob")
+
+    @admin.action(description="Cancel the selected jobs", permissions=["operate"])
+    def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[AgentJob]) -> None:
+        count = AgentJob.objects.filter(pk__in=queryset.values("pk")).request_cancel()
+        self.message_user(
+            request,
+            f"Cancelling {count} open job(s), with what they delegated; settled ones are left.",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Retry the failed or cancelled jobs", permissions=["operate"])
+    def retry_jobs(self, request: HttpRequest, queryset: QuerySet[AgentJob]) -> None:
+        count = AgentJob.objects.filter(pk__in=queryset.values("pk")).retry()
+        self.message_user(
+            request,
+            f"Queued {count} job(s) again (their earlier runs are kept); others are left.",
+            messages.SUCCESS,
+        )

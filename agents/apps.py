@@ -8,8 +8,12 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         # Built-ins register through the same public registry a third party would use.
+        from agents.jobs import job_service
+        from agents.jobs.delegation import register_delegate
         from agents.runtime.builtins import register_builtins
         from agents.signals import connect_config_signals
 
         register_builtins()
+        # Chat and API runs delegate through the job service (the runtime sits below it).
+        register_delegate(job_service)
         connect_config_signals()

@@ -32,6 +32,8 @@ __all__ = [
     "MAX_IMAGES",
     "SERVER_FRAMES",
     "AbortFrame",
+    "BlockEndFrame",
+    "BlockStartFrame",
     "ApprovalFrame",
     "ApprovalPayload",
     "ClientAbort",
@@ -54,6 +56,9 @@ __all__ = [
     "FrameError",
     "Limits",
     "MessagePayload",
+    "RequestDoneFrame",
+    "RequestErrorFrame",
+    "RequestStartFrame",
     "ResultPayload",
     "RunSnapshot",
     "SectionPayload",
@@ -328,6 +333,66 @@ class ThinkFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RequestStartFrame:
+    """A model request of the run begins (seed 004's ``REQUEST_START``); ``turn`` counts
+    them from 0."""
+
+    type: Literal["request_start"] = "request_start"
+    run: int
+    seq: int
+    turn: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestDoneFrame:
+    """A model request ended (``REQUEST_DONE``): its ``usage`` when the model reported it."""
+
+    type: Literal["request_done"] = "request_done"
+    run: int
+    seq: int
+    turn: int
+    usage: UsagePayload | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestErrorFrame:
+    """A model request failed (``REQUEST_ERROR``); the run's ``error`` frame follows."""
+
+    type: Literal["request_error"] = "request_error"
+    run: int
+    seq: int
+    turn: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockStartFrame:
+    """A text or thinking block begins (``TEXT_START`` / ``THINKING_START``); its deltas are
+    the ``token`` / ``think`` frames that follow. ``index`` counts the run's blocks from 0."""
+
+    type: Literal["block_start"] = "block_start"
+    run: int
+    seq: int
+    index: int
+    block: Literal["text", "thinking"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockEndFrame:
+    """A block ended (``TEXT_END`` / ``THINKING_END``): ``content`` is its whole text (the
+    authoritative copy of its deltas; ``None`` past 64 Ki characters, so the frame stays under
+    a socket's limit), ``seconds`` how long it streamed."""
+
+    type: Literal["block_end"] = "block_end"
+    run: int
+    seq: int
+    index: int
+    block: Literal["text", "thinking"]
+    content: str | None
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallFrame:
     """A tool call as the model writes it (seed 004's ``TOOL_CALL_DELTA``): ``index`` is its
     position in the turn, ``id`` and ``name`` are set once the model gave them, ``arguments``
@@ -497,6 +562,11 @@ ServerFrame = (
     | StartedFrame
     | TokenFrame
     | ThinkFrame
+    | RequestStartFrame
+    | RequestDoneFrame
+    | RequestErrorFrame
+    | BlockStartFrame
+    | BlockEndFrame
     | ToolCallFrame
     | ToolExecuteFrame
     | ToolFrame
@@ -517,6 +587,11 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "started": StartedFrame,
     "token": TokenFrame,
     "think": ThinkFrame,
+    "request_start": RequestStartFrame,
+    "request_done": RequestDoneFrame,
+    "request_error": RequestErrorFrame,
+    "block_start": BlockStartFrame,
+    "block_end": BlockEndFrame,
     "tool_call": ToolCallFrame,
     "tool_execute": ToolExecuteFrame,
     "tool": ToolFrame,

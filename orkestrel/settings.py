@@ -259,6 +259,8 @@ ORKESTREL = {
     "MAX_IMAGE_BYTES": env.int("ORKESTREL_MAX_IMAGE_BYTES", default=5 * 1024 * 1024),
     # Replies one user may have running at once, across every process (0: no cap).
     "MAX_RUNS_PER_USER": env.int("ORKESTREL_MAX_RUNS_PER_USER", default=20),
+    # How deep a tree of delegated agent jobs may go (the ``delegate`` tool).
+    "DELEGATE_MAX_DEPTH": env.int("ORKESTREL_DELEGATE_MAX_DEPTH", default=2),
     # The largest API request body: room for a message's eight images in base64, and an import.
     "MAX_REQUEST_BYTES": env.int("ORKESTREL_MAX_REQUEST_BYTES", default=64 * 1024 * 1024),
     # Hosts ``http_fetch`` may reach even on private or loopback addresses.

@@ -12,6 +12,7 @@ message for a job someone else holds, or that has settled, does nothing.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -38,6 +39,7 @@ __all__ = [
     "JobSpec",
     "Outcome",
     "beat",
+    "cancel_job",
     "claim_job",
     "claim_jobs",
     "create_job",
@@ -50,6 +52,7 @@ __all__ = [
     "request_cancel",
     "save_attempts",
     "start_job",
+    "tree_usage",
     "undelivered",
 ]
 
@@ -82,6 +85,7 @@ class JobSpec:
     config: ProfileConfig
     retries: int
     allow_partial: bool
+    depth: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +102,8 @@ class Outcome:
 class JobRequest:
     """What a user asks a job to do: a profile, input messages, a system prompt, options.
 
-    ``None`` options take the profile's own; ``system`` follows the profile's prompt.
+    ``None`` options take the profile's own; ``system`` follows the profile's prompt. A
+    delegated job names its ``parent`` job and its ``depth`` below the job someone enqueued.
     """
 
     profile: AgentProfile
@@ -109,6 +114,8 @@ class JobRequest:
     budget: int | None = None
     allow_partial: bool = False
     retries: int = 0
+    parent: str | None = None
+    depth: int = 0
 
     def job(self) -> AgentJobInput:
         """The kit's job: the profile as provider, and only what the user gave."""
@@ -153,6 +160,8 @@ def create_job(
     retries: int,
     allow_partial: bool,
     owner: str,
+    parent: str | None = None,
+    depth: int = 0,
 ) -> AgentJob:
     """Store a new job, held by ``owner`` from the start (durable once this returns)."""
     return AgentJob.objects.create(
@@ -163,6 +172,8 @@ def create_job(
         allow_partial=allow_partial,
         owner=owner,
         heartbeat=timezone.now(),
+        parent_id=parent,
+        depth=depth,
     )
 
 
@@ -297,6 +308,7 @@ def start_job(job_id: str, owner: str) -> JobSpec | Outcome | None:
         config=config,
         retries=row.retries,
         allow_partial=row.allow_partial,
+        depth=row.depth,
     )
 
 
@@ -316,8 +328,12 @@ def save_attempts(job_id: str, owner: str, attempts: int) -> bool:
 
 
 def finish_job(job_id: str, owner: str, outcome: Outcome) -> bool:
-    """Store how the job ended, if ``owner`` still holds it; whether it did."""
-    return bool(
+    """Store how the job ended, if ``owner`` still holds it; whether it did.
+
+    A settled job cancels the children its delegate calls left open (a parent stopped or
+    failed mid-call, or an earlier attempt's).
+    """
+    finished = bool(
         AgentJob.objects.filter(id=job_id, owner=owner, status__in=OPEN).update(
             status=outcome.status,
             result=dict(outcome.result) if outcome.result is not None else None,
@@ -326,6 +342,9 @@ def finish_job(job_id: str, owner: str, outcome: Outcome) -> bool:
             finished=timezone.now(),
         )
     )
+    if finished:
+        AgentJob.objects.filter(parent_id=uuid.UUID(job_id), status__in=OPEN).request_cancel()
+    return finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,17 +386,33 @@ def request_cancel(user_id: int, job_id: str) -> AgentJob:
 
     Raises ``LookupError`` (not the user's job) or ``JobSettled``.
     """
-    now = timezone.now()
     mine = AgentJob.objects.filter(id=job_id, user_id=user_id)
     with transaction.atomic():
-        queued = mine.filter(status=Status.QUEUED).update(
-            status=Status.CANCELLED, cancel_requested=True, finished=now
-        )
-        if not queued:
-            mine.filter(status=Status.RUNNING).update(cancel_requested=True)
+        was = mine.values_list("status", flat=True).first()
+        # Its delegated descendants too.
+        mine.request_cancel()
         row = mine.select_related("profile").first()
     if row is None:
         raise LookupError(f"no job {job_id!r}")
-    if not queued and not (row.status == Status.RUNNING and row.cancel_requested):
+    if was not in OPEN:
         raise JobSettled(f"job {job_id!r} has settled ({row.status})")
     return row
+
+
+def cancel_job(job_id: str) -> bool:
+    """Cancel ``job_id`` and its descendants, whoever they belong to (a parent's delegate
+    call stopped); whether it was open."""
+    return bool(AgentJob.objects.filter(id=job_id).request_cancel())
+
+
+def tree_usage(job_id: str) -> int:
+    """The tokens ``job_id`` and every job it delegated to used (their results' totals)."""
+    total = 0
+    level = [uuid.UUID(job_id)]
+    while level:
+        for result in AgentJob.objects.filter(pk__in=level).values_list("result", flat=True):
+            usage = result.get("usage") if isinstance(result, dict) else None
+            if isinstance(usage, dict) and isinstance(usage.get("total"), int):
+                total += usage["total"]
+        level = list(AgentJob.objects.filter(parent__in=level).values_list("pk", flat=True))
+    return total

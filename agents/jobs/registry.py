@@ -5,7 +5,8 @@ profile has a policy), so the kit's ``build`` resolves it through the registry's
 the kit's job format has no names for (the profile's scope, instructions and tools, a
 workspace) is added to the agent the kit built, from the same runtime pieces a chat session
 uses. The profile's defaults (system prompt, limit, timeout, token budget) are resolved at
-build time, so a restored job runs under the profile's configuration of that moment.
+build time, so a restored job runs under the profile's configuration of that moment. The
+``delegate`` built-in is bound to the job here (``delegation.job_tools``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..authority import PolicyAuthority
 from ..runtime.providers import provider_for
 from ..runtime.registry import ToolContext
 from ..runtime.toolset import build_tool_manager
+from .delegation import JobDelegator, job_tools
 from .records import JobSpec
 
 __all__ = ["ProfileRegistry"]
@@ -29,7 +31,7 @@ __all__ = ["ProfileRegistry"]
 class ProfileRegistry(AgentRegistry):
     """Builds a job's agent with its profile's provider, authority, tools, scope, instructions."""
 
-    def __init__(self, spec: JobSpec) -> None:
+    def __init__(self, spec: JobSpec, *, delegator: JobDelegator | None = None) -> None:
         profile, config = spec.profile, spec.config
         if config.endpoint is None:
             raise LookupError(f"unknown provider: {profile.slug}")
@@ -43,6 +45,7 @@ class ProfileRegistry(AgentRegistry):
             authorities=authorities,
         )
         self.spec = spec
+        self.delegator = delegator
 
     def resolve(self, job: AgentJobInput | Mapping[str, Any]) -> AgentJobInput:
         """``job`` with the profile's parts: its prompt first, its bounds unless overridden.
@@ -96,6 +99,7 @@ class ProfileRegistry(AgentRegistry):
                 agent_context=context,
                 settings=getattr(settings, "ORKESTREL", {}),
             ),
+            job_tools(agent, self.delegator),
         )
         for tool in tools.tools():
             context.tools.add(tool)

@@ -13,6 +13,12 @@ heartbeat stopped and runs them again; it never touches a live process's. In ``"
 the row is stored held by no one and its id sent to the broker (``RUN_JOB``); a Celery
 worker's task claims it and runs it here, with ``run_here`` (``agents.jobs.tasks``), and the
 jobs of lost workers are sent again once their lease expires (``redispatch``).
+
+Operators' requests reach jobs through the database (``AgentJob.objects.request_cancel`` and
+``retry``): a holder stops a job cancelled there at its next heartbeat; a retried job, held by
+no one, is sent again by the workers' sweep, or taken by the server process's sweep (which,
+started by ``restore_jobs``, keeps watching). A job a ``delegate`` call started (``depth`` >
+0) runs beside the process's bound: its parent holds a slot while it waits for it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import socket
 import uuid
 from collections.abc import Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,6 +45,7 @@ from orkestrel.core import (
 from orkestrel.db import in_thread, parse_id
 
 from ..models import AgentJob
+from .delegation import JobDelegator, Parent
 from .records import (
     Claim,
     JobRequest,
@@ -45,6 +53,7 @@ from .records import (
     JobSpec,
     Outcome,
     beat,
+    cancel_job,
     claim_job,
     create_job,
     expire_leases,
@@ -96,11 +105,13 @@ def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
 
 @dataclass
 class LiveJob:
-    """A job this process holds: its task, its queue once started, whether it was cancelled."""
+    """A job this process holds: its task, its queue once started, whether it was cancelled,
+    and whether it is a delegated child (not bounded by the process's slots)."""
 
     task: asyncio.Task[None] | None = None
     queue: AgentQueue | None = None
     cancelled: bool = False
+    child: bool = False
 
     def abort(self) -> None:
         self.cancelled = True
@@ -188,12 +199,14 @@ class JobService:
             retries=request.retries,
             allow_partial=request.allow_partial,
             owner="" if workers else self.owner,
+            parent=request.parent,
+            depth=request.depth,
         )
         if workers:
             await self._dispatch([str(row.pk)])
             return row
         self._begin()
-        self._start(str(row.pk))
+        self._start(str(row.pk), child=request.depth > 0)
         return row
 
     async def get(self, *, user_id: int, job_id: str) -> AgentJob:
@@ -221,6 +234,13 @@ class JobService:
             if live is not None:
                 live.abort()
         return row
+
+    async def stop(self, job_id: str) -> None:
+        """Cancel a job and its descendants, whoever's (a parent's delegate call stopped)."""
+        await in_thread(cancel_job)(_key(job_id))
+        live = self._loop_state().live.get(job_id)
+        if live is not None:
+            live.abort()
 
     async def wait(self, job_id: str) -> AgentJob:
         """Wait until the job has settled (wherever it runs); the settled row."""
@@ -294,11 +314,12 @@ class JobService:
         if failed:
             await in_thread(undelivered)(failed)
 
-    async def recover(self) -> list[str]:
+    async def recover(self, *, watch: bool = False) -> list[str]:
         """``restore`` now, then again while other processes hold open jobs (they may be
-        dead but not stale yet: a server restarted within ``stale`` seconds)."""
+        dead but not stale yet: a server restarted within ``stale`` seconds); with ``watch``,
+        for as long as the loop runs (jobs an operator retried are held by no one)."""
         started = await self.restore()
-        self._begin(first=False)
+        self._begin(first=False, watch=watch)
         return started
 
     async def shutdown(self) -> None:
@@ -325,13 +346,13 @@ class JobService:
             state = self._state = LoopState(loop, asyncio.Semaphore(concurrency))
         return state
 
-    def _begin(self, *, first: bool = True) -> None:
+    def _begin(self, *, first: bool = True, watch: bool = False) -> None:
         """The process's first use of the service starts recovery (once per loop)."""
         state = self._loop_state()
-        if state.sweeper is None:
-            state.sweeper = spawn(self._sweep(first))
+        if state.sweeper is None or (watch and state.sweeper.done()):
+            state.sweeper = spawn(self._sweep(first, watch))
 
-    async def _sweep(self, first: bool) -> None:
+    async def _sweep(self, first: bool, watch: bool = False) -> None:
         if self.on_workers:
             # Once, at the first use: the workers' own sweeps go on (``sweep``).
             if first:
@@ -346,17 +367,19 @@ class JobService:
             first = True
             try:
                 if not await in_thread(others_open)(self.owner):
-                    return
+                    if not watch:
+                        return
+                    first = False
             except Exception:  # noqa: BLE001 - as above
                 logger.warning("looking for other processes' jobs failed", exc_info=True)
             await asyncio.sleep(self.stale / 2)
 
-    def _start(self, job_id: str) -> bool:
+    def _start(self, job_id: str, *, child: bool = False) -> bool:
         """Run ``job_id`` here unless it runs here already (decided without awaiting)."""
         state = self._loop_state()
         if job_id in state.live:
             return False
-        live = state.live[job_id] = LiveJob()
+        live = state.live[job_id] = LiveJob(child=child)
         live.task = spawn(self._execute(state, job_id, live))
         if state.heartbeat is None or state.heartbeat.done():
             state.heartbeat = spawn(self._beat(state))
@@ -381,8 +404,10 @@ class JobService:
                     live.abort()
 
     async def _execute(self, state: LoopState, job_id: str, live: LiveJob) -> None:
+        # A child waits for no slot: its parent holds one while it waits for the child.
+        slot: AbstractAsyncContextManager[object] = nullcontext() if live.child else state.slots
         try:
-            async with state.slots:
+            async with slot:
                 spec = await in_thread(start_job)(job_id, self.owner)
                 if not isinstance(spec, JobSpec):
                     return
@@ -397,7 +422,7 @@ class JobService:
 
     async def _run(self, spec: JobSpec, live: LiveJob) -> Outcome:
         try:
-            registry = ProfileRegistry(spec)
+            registry = ProfileRegistry(spec, delegator=JobDelegator(self, Parent.of_job(spec)))
         except Exception as error:  # noqa: BLE001 - a misconfigured endpoint fails the job
             return outcome_of(error, cancelled=False)
         queue = create_agent_queue(
@@ -431,4 +456,4 @@ job_service = JobService()
 
 async def restore_jobs() -> list[str]:
     """Run again the open jobs dead processes left (from the ASGI startup); the ids started."""
-    return await job_service.recover()
+    return await job_service.recover(watch=True)

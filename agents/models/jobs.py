@@ -4,19 +4,77 @@ A row is the job's whole life: what was asked (``job``, the kit's ``AgentJobInpu
 the profile as its provider), the queue's options, which server process holds it (``owner``,
 kept alive by ``heartbeat``), and how it ended (``result`` or ``error``). A row left open by
 a process that died has a stale heartbeat; another process claims it and runs it again.
+
+A job a ``delegate`` tool call started names its ``parent`` (a tree as deep as ``depth``); an
+operator's retry keeps the earlier runs in ``history``. ``AgentJobQuerySet`` holds the
+requests an operator (or a settling parent) makes at the database level: the process holding
+a job acts on them at its next heartbeat, and a job nobody holds is sent again by the sweep.
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from .profiles import AgentProfile
 
-__all__ = ["AgentJob"]
+__all__ = ["AgentJob", "AgentJobQuerySet"]
+
+# The statuses an operator may run again.
+RETRYABLE = ("error", "cancelled")
+
+
+class AgentJobQuerySet(models.QuerySet["AgentJob"]):
+    """Operators' and parents' requests on jobs, made in the database (see the module)."""
+
+    def request_cancel(self) -> int:
+        """Cancel these jobs and their open descendants: a queued one at once, a running one
+        once its holder reads the flag (at its next heartbeat); how many were open."""
+        now = timezone.now()
+        found = 0
+        with transaction.atomic():
+            level = list(self.filter(status__in=AgentJob.OPEN).values_list("pk", flat=True))
+            while level:
+                found += len(level)
+                rows = AgentJob.objects.filter(pk__in=level)
+                rows.filter(status=AgentJob.Status.QUEUED).update(
+                    status=AgentJob.Status.CANCELLED, cancel_requested=True, finished=now
+                )
+                rows.filter(status=AgentJob.Status.RUNNING).update(cancel_requested=True)
+                level = list(
+                    AgentJob.objects.filter(parent__in=level, status__in=AgentJob.OPEN)
+                    .exclude(pk__in=level)
+                    .values_list("pk", flat=True)
+                )
+        return found
+
+    def retry(self) -> int:
+        """Run these failed or cancelled jobs again: each earlier run goes to ``history`` and
+        the job is queued for nobody, with its attempts counted afresh; how many."""
+        count = 0
+        with transaction.atomic():
+            for row in self.select_for_update().filter(status__in=RETRYABLE):
+                updated = AgentJob.objects.filter(pk=row.pk, status=row.status).update(
+                    status=AgentJob.Status.QUEUED,
+                    history=[*row.history, row.run_record()],
+                    attempts=0,
+                    cancel_requested=False,
+                    owner="",
+                    # No holder and no heartbeat: the sweep sends it (``expire_leases``).
+                    heartbeat=None,
+                    started=None,
+                    finished=None,
+                    result=None,
+                    error_code="",
+                    error="",
+                )
+                count += updated
+        return count
 
 
 class AgentJob(models.Model):
@@ -74,6 +132,26 @@ class AgentJob(models.Model):
     )
     error_code = models.CharField("error code", max_length=64, blank=True)
     error = models.TextField("error", blank=True)
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="children",
+        verbose_name="parent",
+        help_text="The job whose delegate tool call started this one.",
+    )
+    depth = models.PositiveSmallIntegerField(
+        "depth", default=0, help_text="How many delegations down from a job someone enqueued."
+    )
+    history = models.JSONField(
+        "earlier runs",
+        default=list,
+        blank=True,
+        help_text="Each run before an operator's retry: status, attempts, times, error.",
+    )
+
+    objects = AgentJobQuerySet.as_manager()
 
     class Meta:
         verbose_name = "agent job"
@@ -104,3 +182,16 @@ class AgentJob(models.Model):
     def settled(self) -> bool:
         """Whether the job reached a final status."""
         return self.status not in self.OPEN
+
+    def run_record(self) -> dict[str, Any]:
+        """This run as ``history`` keeps it once the job is retried."""
+        return {
+            "status": self.status,
+            "attempts": self.attempts,
+            "owner": self.owner,
+            "started": self.started.isoformat() if self.started else None,
+            "finished": self.finished.isoformat() if self.finished else None,
+            "error_code": self.error_code,
+            "error": self.error,
+            "result": self.result,
+        }

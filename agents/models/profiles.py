@@ -142,6 +142,14 @@ class AgentProfile(models.Model):
         verbose_name="groups",
         help_text="Groups whose members may use this profile.",
     )
+    may_delegate_to = models.ManyToManyField(
+        "self",
+        symmetrical=False,
+        blank=True,
+        related_name="delegated_from",
+        verbose_name="may delegate to",
+        help_text="Profiles this one's delegate tool may hand a task to; none: it may not.",
+    )
     enabled = models.BooleanField("enabled", default=True)
     is_default = models.BooleanField("default profile", default=False)
     created = models.DateTimeField("created", auto_now_add=True)

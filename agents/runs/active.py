@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from conversations.approvals import Decided, HeldCall, hold_calls
 from orkestrel.core import (
     AgentResult,
+    Channel,
     ThinkChunk,
     TokenChunk,
     TokenUsage,
@@ -57,6 +58,7 @@ from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.client_tools import HANDOFF_STOP
 from ..runtime.session import ChatSession
 from .inbox import Inbox, Turned, append_pending
+from .lifecycle import Executing, Lifecycle, RequestStarted
 from .pacing import Pacer
 from .payloads import committed_payload, joined, reason_text
 from .records import finish_run
@@ -125,7 +127,9 @@ class ActiveRun:
     _thoughts: list[str] = field(default_factory=list)
     # Pieces of tool calls the model is writing, sent at most once a tick.
     _deltas: list[CallDelta] = field(default_factory=list)
-    _deltas_due: asyncio.TimerHandle | None = None
+    # The run's own chunk stream (set once it streams): markers go in it to keep their place.
+    channel: Channel[Any] | None = None
+    lifecycle: Lifecycle | None = None
     # What the last checkpoint saved (length of answer + reasoning), to skip unchanged runs.
     _saved: int = -1
     # Every frame the run sent, in order (``frames[n - 1]`` has ``seq`` n): followers replay
@@ -223,18 +227,21 @@ class ActiveRun:
         if self._deltas:
             self._flush_calls()
 
+    def _mark(self, marker: Any) -> bool:
+        """Put ``marker`` in the run's chunk stream (so it keeps its place among the chunks);
+        whether it went in."""
+        channel = self.channel
+        if channel is None or channel.closed:
+            return False
+        channel.push(marker)
+        return True
+
     def _call_delta(self, delta: CallDelta) -> None:
-        """A piece of a tool call the model is writing: sent within a tick, with the pieces
-        that arrive meanwhile (the call may stream with no text, so no chunk wakes the loop)."""
-        self._deltas.append(delta)
-        if self._deltas_due is None and not self.settled:
-            loop = asyncio.get_running_loop()
-            self._deltas_due = loop.call_later(self.manager.timings.tick, self._flush_calls)
+        """A piece of a tool call the model is writing (paced like text)."""
+        if not self._mark(delta):
+            self._deltas.append(delta)
 
     def _flush_calls(self) -> None:
-        if self._deltas_due is not None:
-            self._deltas_due.cancel()
-            self._deltas_due = None
         deltas, self._deltas = self._deltas, []
         for index, call_id, name, pieces in coalesced(deltas):
             text = "".join(pieces)
@@ -253,8 +260,19 @@ class ActiveRun:
 
     def _executing(self, calls: Sequence[ToolCall]) -> None:
         """Calls start running now: each card says so until its result comes."""
+        if not self._mark(Executing(tuple(calls))):
+            self._started_calls(calls)
+
+    def _started_calls(self, calls: Sequence[ToolCall]) -> None:
+        if self.lifecycle is not None:
+            self.lifecycle.request_done()
         for call in calls:
             self.emit(ToolExecuteFrame, call=call_payload(call))
+
+    def _turn_started(self, turn: int) -> None:
+        # The first request's start goes out when the stream opens (before any chunk).
+        if turn:
+            self._mark(RequestStarted(turn))
 
     async def drive(self) -> None:
         """Run the agent to its end, publishing and committing as it goes.
@@ -278,6 +296,8 @@ class ActiveRun:
             provider.on_call = self._call_delta
         session.tools.on_start = self._executing
         session.agent.emitter.on("compact_error", self._compaction_failed)
+        session.agent.emitter.on("turn", self._turn_started)
+        lifecycle = self.lifecycle = Lifecycle(self.emit, clock, TEXT_FRAME_CHARS)
         # Between turns, messages sent meanwhile join the run (read once, when it starts).
         inbox = session.agent.scheduler = Inbox(session.agent.scheduler)
         try:
@@ -285,14 +305,15 @@ class ActiveRun:
                 await self._apply_decisions()
             stream = session.agent.stream(**session.run_options())
             outcome = stream.result
-            channel = inbox.channel = stream.channel
+            channel = self.channel = inbox.channel = stream.channel
+            lifecycle.request_started(0)
             while True:
                 await channel.wait()
                 chunks = channel.take()
                 if not chunks:
                     break
                 await self._handle(chunks)
-                if self._tokens or self._thoughts:
+                if self._tokens or self._thoughts or self._deltas:
                     delay = pacer.delay(clock())
                     if delay > 0:
                         await asyncio.sleep(delay)
@@ -300,10 +321,12 @@ class ActiveRun:
                     pacer.sent(clock())
                     self.flush()
             result = await stream.result
+            lifecycle.request_done()
         except Exception as caught:
             error = caught
             logger.exception("run %s failed", self.run_id)
             inbox.release()
+            lifecycle.request_failed(str(caught) or type(caught).__name__)
             if outcome is not None:
                 # The channel raised the run's error; take it from the task too, or asyncio
                 # logs "Task exception was never retrieved" for every failed run.
@@ -354,24 +377,39 @@ class ActiveRun:
         )
 
     async def _handle(self, chunks: list[Any]) -> None:
+        lifecycle = self.lifecycle
+        assert lifecycle is not None  # set when the drive begins
         for chunk in chunks:
             kind = type(chunk)
             if kind is TokenChunk:
+                lifecycle.text(chunk.content)
                 self.answer.append(chunk.content)
                 self._tokens.append(chunk.content)
             elif kind is ThinkChunk:
+                lifecycle.thinking(chunk.content)
                 self.reasoning.append(chunk.content)
                 self._thoughts.append(chunk.content)
+            elif kind is CallDelta:
+                lifecycle.close_block()
+                self._deltas.append(chunk)
+            elif kind is Executing:
+                self._started_calls(chunk.calls)
             elif kind is ToolChunk:
+                lifecycle.request_done()
                 payload = tool_payload(chunk.call, chunk.result)
                 self.tools.append(payload)
                 self.emit(ToolFrame, **payload)
                 # The assistant turn with its calls and this tool message are now final.
                 await self._commit()
                 self.answer.clear()
+            elif kind is RequestStarted:
+                lifecycle.request_started(chunk.turn)
             elif kind is Turned:
+                lifecycle.close_block()
                 await self._take_pending(chunk)
             elif kind is UsageChunk:
+                # A request's usage comes as it ends (before its calls run).
+                lifecycle.request_done(chunk.usage)
                 self.total = self.total + chunk.usage
                 self.emit(
                     UsageFrame,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orkestrel.core import AgentContext, Tool
+from orkestrel.core import Agent, AgentContext, Tool
 
 __all__ = ["BuiltinTool", "ToolContext", "ToolFactory", "ToolRegistry", "builtin_tools"]
 
@@ -23,6 +23,8 @@ class ToolContext:
     conversation_id: str
     agent_context: AgentContext
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # The running agent itself (its budget and deadline), for tools that share them.
+    agent: Agent | None = None
 
 
 ToolFactory = Callable[[ToolContext], Tool]

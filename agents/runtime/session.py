@@ -264,6 +264,7 @@ class ChatSession:
             conversation_id=spec.conversation_id,
             agent_context=agent.context,
             settings=getattr(settings, "ORKESTREL", {}),
+            agent=agent,
         )
         tools = build_tool_manager(spec.tools, context)
         for tool in tools.tools():

@@ -362,6 +362,9 @@ const handlers = {
   think(frame) {
     startLive(frame.run).think(frame.content || "");
   },
+  block_end(frame) {
+    if (frame.block === "thinking") startLive(frame.run).thought(frame.seconds);
+  },
   tool_call(frame) {
     startLive(frame.run).callDelta(frame);
   },

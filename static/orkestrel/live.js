@@ -2,7 +2,7 @@
 // calls, then more text); each turn gets its own `li.msg-assistant`, as the committed messages
 // will, so the page looks the same before and after a `state` re-render.
 
-import { el, fillBody, fillToolCard, forkButton, renderToolCard } from "./render.js";
+import { el, fillBody, fillToolCard, forkButton, renderToolCard, thinkingLabel } from "./render.js";
 
 export class LiveRun {
   /**
@@ -69,6 +69,17 @@ export class LiveRun {
       turn.li.insertBefore(turn.thinking, turn.li.querySelector(":scope > .msg-role").nextSibling);
     }
     turn.thinkingText.appendData(content);
+  }
+
+  /** A thinking block ended after `seconds`: its summary says how long it took. */
+  thought(seconds) {
+    for (let index = this.turns.length - 1; index >= 0; index -= 1) {
+      const summary = this.turns[index].thinking?.querySelector("summary");
+      if (summary) {
+        summary.textContent = thinkingLabel(seconds);
+        return;
+      }
+    }
   }
 
   /** A dispatched tool call (a `tool` frame, or an entry of `state.run.tools`). */

@@ -38,6 +38,12 @@ export function prettyJson(value) {
   }
 }
 
+/** "Thinking (3.2 s)": a thinking block's summary once its duration is known. */
+export function thinkingLabel(seconds) {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return "Thinking";
+  return `Thinking (${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s)`;
+}
+
 /** Fill a message body with sanitized server HTML, or plain text when there is none. */
 export function fillBody(body, message) {
   if (message.html) {
@@ -91,7 +97,20 @@ export function fillToolCard(card, tool) {
     head.append(el("span", { className: "badge badge-error", "data-testid": "tool-failed", text: "error" }));
   }
   card.append(head);
-  if (tool.display !== undefined && tool.display !== null) {
+  if (tool.display && tool.display.kind === "delegate" && typeof tool.display.job === "string") {
+    // A child run (the delegate tool): its profile, how it ended, and its job. Jobs have no
+    // transcript page yet: the link opens the job's JSON.
+    const { job, profile, status } = tool.display;
+    card.append(
+      el(
+        "p",
+        { className: "tool-delegate", "data-testid": "tool-delegate" },
+        `Delegated to ${profile || "another profile"}: ${status || "running"} · `,
+        el("a", { href: `/api/jobs/${encodeURIComponent(job)}/`, target: "_blank", rel: "noopener", text: `job ${job}` }),
+        " (JSON)",
+      ),
+    );
+  } else if (tool.display !== undefined && tool.display !== null) {
     // What the tool showed the user (an edit's diff): never sent to the model.
     const text = typeof tool.display === "string" ? tool.display : prettyJson(tool.display);
     card.append(el("pre", { className: "tool-display", "data-testid": "tool-display", text }));

@@ -38,7 +38,10 @@ def ensure_demo_profile() -> AgentProfile | None:
                     "parameters": dict(entry.parameters),
                 },
             )
-            tools.append(tool)
+            # Every built-in gets its row (operators add it to profiles); the demo may
+            # delegate to no profile, so it is not offered ``delegate``.
+            if name != "delegate":
+                tools.append(tool)
         profile = AgentProfile(
             slug="demo",
             name="Demo (offline)",

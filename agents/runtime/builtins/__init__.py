@@ -7,14 +7,14 @@ registry); importing this package registers nothing.
 from __future__ import annotations
 
 from ..registry import BuiltinTool, ToolRegistry, builtin_tools
-from . import conversation_search, http_fetch, skills, workspace
+from . import conversation_search, delegate, http_fetch, skills, workspace
 
 __all__ = ["register_builtins"]
 
 
 def register_builtins(registry: ToolRegistry = builtin_tools) -> tuple[BuiltinTool, ...]:
-    """Register ``workspace``, ``conversation_search``, ``http_fetch`` and ``skills`` on
-    ``registry``."""
+    """Register ``workspace``, ``conversation_search``, ``http_fetch``, ``skills`` and
+    ``delegate`` on ``registry``."""
     return (
         registry.register(
             workspace.NAME,
@@ -43,5 +43,12 @@ def register_builtins(registry: ToolRegistry = builtin_tools) -> tuple[BuiltinTo
             description=skills.DESCRIPTION,
             parameters=skills.PARAMETERS,
             safe=skills.SAFE,
+        ),
+        registry.register(
+            delegate.NAME,
+            delegate.create_delegate_tool,
+            description=delegate.DESCRIPTION,
+            parameters=delegate.PARAMETERS,
+            safe=delegate.SAFE,
         ),
     )

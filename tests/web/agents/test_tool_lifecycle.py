@@ -67,3 +67,50 @@ async def test_a_call_is_seen_written_then_running_then_with_its_result(user, ch
     kinds = [frame["type"] for frame in frames]
     assert kinds.index("tool_call") < kinds.index("tool_execute")
     assert [frame["seq"] for frame in frames] == list(range(1, len(frames) + 1))
+
+
+async def test_blocks_and_requests_frame_the_deltas_of_every_model_request(
+    user, chat, stub, manager
+):
+    stub.enqueue(
+        reply("openai", ["Let me ", "look."], calls=[("c1", "workspace", LIST)]),
+        reply("openai", ["Done."]),
+    )
+    socket = WebsocketCommunicator(
+        URLRouter(websocket_urlpatterns),
+        f"/ws/conversations/{chat.id}/",
+        headers=[(b"origin", b"http://testserver")],
+    )
+    socket.scope["user"] = user
+    assert (await socket.connect())[0]
+    await socket.receive_json_from(timeout=5)
+    await socket.send_json_to({"type": "send", "content": "look"})
+    frames = []
+    while not frames or frames[-1]["type"] != "finish":
+        frames.append(await socket.receive_json_from(timeout=5))
+    await socket.disconnect()
+
+    framing = {"request_start", "request_done", "block_start", "block_end", "tool_execute"}
+    events = [
+        (f["type"], f.get("turn", f.get("index")), f.get("content"))
+        for f in frames
+        if f["type"] in framing
+    ]
+    assert events == [
+        ("request_start", 0, None),
+        ("block_start", 0, None),
+        ("block_end", 0, "Let me look."),
+        ("request_done", 0, None),
+        ("tool_execute", None, None),
+        ("request_start", 1, None),
+        ("block_start", 1, None),
+        ("block_end", 1, "Done."),
+        ("request_done", 1, None),
+    ]
+    done = [f for f in frames if f["type"] == "request_done"]
+    assert [f["usage"]["total"] for f in done] == [15, 15]
+    # Each block's deltas sit between its start and its end.
+    kinds = [f["type"] for f in frames]
+    first_end = kinds.index("block_end")
+    assert "token" in kinds[kinds.index("block_start") : first_end]
+    assert "token" not in kinds[first_end : kinds.index("request_start", first_end)]

@@ -32,8 +32,14 @@ def registry() -> ToolRegistry:
     return registry
 
 
-def test_register_builtins_registers_the_four_builtins_with_their_schemas(registry):
-    assert registry.names() == ("workspace", "conversation_search", "http_fetch", "skills")
+def test_register_builtins_registers_the_five_builtins_with_their_schemas(registry):
+    assert registry.names() == (
+        "workspace",
+        "conversation_search",
+        "http_fetch",
+        "skills",
+        "delegate",
+    )
     entry = registry.get("http_fetch")
     assert (entry.safe, entry.parameters["required"]) == (True, ["url"])
     assert registry.get("workspace").safe is False
