@@ -59,6 +59,7 @@ class ProviderEndpointAdmin(admin.ModelAdmin):
             "Limits",
             {"fields": ["connect_timeout", "first_token_timeout", "read_timeout", "max_retries"]},
         ),
+        ("Prices", {"fields": ["prices"]}),
         ("History", {"fields": ["created", "updated"]}),
     ]
 

@@ -120,12 +120,11 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-# Daphne's own command line, with the dev-only ``click`` hidden from the server as it is in a
-# runtime install (``requirements.txt`` does not bring it; import-linter and uvicorn do): with
-# click importable, Autobahn styles a debug line on every websocket send, about 7 % of the
-# event loop under load, that production never pays.
+# Daphne's own command line, with ``click`` hidden from Autobahn only (Celery, which the
+# settings import, needs it): with click importable, Autobahn styles a debug line on every
+# websocket send, about 7 % of the event loop under load, that production never pays.
 LAUNCH = (
-    "import sys; sys.modules['click'] = None; "
+    "import sys; sys.modules['click'] = None; import autobahn.util; del sys.modules['click']; "
     "from daphne.cli import CommandLineInterface; CommandLineInterface.entrypoint()"
 )
 

@@ -48,24 +48,12 @@ _, raw = ApiKey.objects.issue(user=user, name="sse benchmark")
 print("SSEKEY " + raw)
 """
 )
+HIDE_CLICK = "sys.modules['click'] = None; "
+HIDE_CLICK_FROM_AUTOBAHN = HIDE_CLICK + "import autobahn.util; del sys.modules['click']; "
 # The first-token runs: five deltas 10 ms apart, the first due at once.
 FIRST_COUNT, FIRST_INTERVAL = 5, 0.01
 FIRST_TOKEN_RUN = f"relay {FIRST_COUNT} {FIRST_INTERVAL}"
 PAUSE = 2.0  # seconds between scenarios: the last runs' settles land before the next starts
-# ``--direct`` (a what-if): each event goes out from the frame follower's own turn, without
-# ``agents.api.sse``'s heartbeat wrapper, which spends a task and three loop turns on every
-# frame even when frames are already waiting. No keep-alive comments: diagnosis only.
-DIRECT = """
-import os
-import django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orkestrel.settings")
-django.setup()
-from agents.api import sse as _sse
-async def _direct(frames):
-    async for frame in frames:
-        yield _sse.format_event(frame)
-_sse._with_heartbeats = _direct
-"""
 
 
 @dataclass
@@ -475,14 +463,10 @@ def main() -> int:
     parser.add_argument("--throttle", default="100000/min", help="the server's API_THROTTLE_RATE")
     parser.add_argument("--database-url", default="", help="a scratch database (default: SQLite)")
     parser.add_argument("--profile", metavar="FILE", help="write a sampled server profile")
-    what_if = parser.add_argument_group("what-ifs (diagnosis only: they change the server)")
-    what_if.add_argument(
-        "--direct", action="store_true", help="SSE events without the per-frame heartbeat task"
-    )
     args = parser.parse_args()
-    if args.direct:
-        # Into Daphne's command line (``relay.LAUNCH``), after click is hidden from it.
-        relay.LAUNCH = relay.LAUNCH.replace("from daphne.cli", DIRECT + "from daphne.cli")
+    # Celery, a runtime dependency now, imports click at start-up: hide click from Autobahn
+    # alone (its styled debug lines are what ``relay.LAUNCH`` keeps out), not from the server.
+    relay.LAUNCH = relay.LAUNCH.replace(HIDE_CLICK, HIDE_CLICK_FROM_AUTOBAHN)
     transports = [args.only] if args.only else list(TRANSPORTS)
     per_round = len(transports) * (args.runs + (1 if args.deltas else 0) + args.conversations)
 
@@ -515,8 +499,6 @@ def main() -> int:
                 f"API_THROTTLE_RATE={args.throttle}; {os.cpu_count()} cores, load average "
                 f"{os.getloadavg()[0]:.2f} before start\n"
             )
-            if args.direct:
-                print("WHAT-IF, not the app as shipped: SSE without the heartbeat task\n")
             cookie = relay.login(server.port, env["RELAY_USER"], password)
             bench = Bench(args, server, cookie, key, setup["ids"])
             ok = asyncio.run(scenarios(bench, transports))

@@ -18,6 +18,7 @@ from django.db import models
 from django.db.models import Q
 
 from orkestrel.core.messages import MessageRole, is_tool_call, to_outcome
+from orkestrel.core.usage import TokenUsage
 
 __all__ = [
     "Attachment",
@@ -37,6 +38,21 @@ ID_LENGTH = 255
 # Spelled out at module level: a ``Meta`` body cannot see its model's nested choices.
 _ROLES = sorted(get_args(MessageRole))
 _STATUSES = ["queued", "running", "done", "partial", "error", "interrupted", "awaiting_approval"]
+# Costs in USD: up to ten billion dollars, to a hundred-millionth of a cent (a token at the
+# cheapest prices costs about 1e-8 dollars).
+COST_DIGITS = 20
+COST_PLACES = 10
+
+
+def _token_usage(row: Conversation | Run) -> TokenUsage:
+    return TokenUsage(
+        row.usage_prompt,
+        row.usage_completion,
+        row.usage_total,
+        row.usage_cache_read,
+        row.usage_cache_write,
+        row.usage_reasoning,
+    )
 
 
 class Conversation(models.Model):
@@ -125,6 +141,26 @@ class Conversation(models.Model):
     usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
     usage_completion = models.PositiveBigIntegerField("completion tokens", default=0)
     usage_total = models.PositiveBigIntegerField("total tokens", default=0)
+    usage_cache_read = models.PositiveBigIntegerField("cache read tokens", default=0)
+    usage_cache_write = models.PositiveBigIntegerField("cache write tokens", default=0)
+    usage_reasoning = models.PositiveBigIntegerField("reasoning tokens", default=0)
+    cost = models.DecimalField(
+        "cost (USD)",
+        max_digits=COST_DIGITS,
+        decimal_places=COST_PLACES,
+        null=True,
+        blank=True,
+        help_text="What the priced calls cost; empty while no call had a price.",
+    )
+    # The context meter: the provider's count of the latest call's prompt, and how many
+    # sections the conversation had then (a later fold makes the count stale).
+    context_tokens = models.PositiveBigIntegerField(
+        "context tokens",
+        null=True,
+        blank=True,
+        help_text="The prompt tokens of the latest call, as the provider reported them.",
+    )
+    context_sections = models.PositiveIntegerField("sections at that call", null=True, blank=True)
     created = models.DateTimeField("created", auto_now_add=True)
     updated = models.DateTimeField("updated", auto_now=True)
 
@@ -136,6 +172,10 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Conversation {str(self.id)[:8]}"
+
+    def token_usage(self) -> TokenUsage:
+        """The conversation's cumulative usage counters."""
+        return _token_usage(self)
 
 
 class Section(models.Model):
@@ -317,6 +357,17 @@ class Run(models.Model):
     usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
     usage_completion = models.PositiveBigIntegerField("completion tokens", default=0)
     usage_total = models.PositiveBigIntegerField("total tokens", default=0)
+    usage_cache_read = models.PositiveBigIntegerField("cache read tokens", default=0)
+    usage_cache_write = models.PositiveBigIntegerField("cache write tokens", default=0)
+    usage_reasoning = models.PositiveBigIntegerField("reasoning tokens", default=0)
+    cost = models.DecimalField(
+        "cost (USD)",
+        max_digits=COST_DIGITS,
+        decimal_places=COST_PLACES,
+        null=True,
+        blank=True,
+        help_text="What the run's calls cost; empty when its model has no price.",
+    )
     content = models.TextField("content", blank=True, help_text="The answer so far (checkpoint).")
     thinking = models.TextField("thinking", blank=True)
     error = models.TextField("error", blank=True)
@@ -372,6 +423,10 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.pk} ({self.status})"
+
+    def token_usage(self) -> TokenUsage:
+        """The run's usage counters."""
+        return _token_usage(self)
 
     @property
     def duration(self) -> float | None:

@@ -30,6 +30,8 @@ from orkestrel.protocol import (
     PendingPayload,
     SectionPayload,
     UsagePayload,
+    context_payload,
+    usage_payload,
 )
 from workspaces.models import Workspace
 
@@ -445,11 +447,21 @@ def context_readout(*, user: User, conversation_id: uuid.UUID | str) -> ContextP
     rows = list(
         Message.objects.filter(conversation=conversation, section__isnull=True).order_by("position")
     )
-    profile = _effective_profile(conversation)
-    return {
-        "used": _context_used(conversation, sections, rows),
-        "window": profile.context_window if profile is not None else None,
-    }
+    return _meter(conversation, sections, rows, _effective_profile(conversation))
+
+
+def _meter(
+    conversation: Conversation,
+    sections: Sequence[Section],
+    rows: Sequence[Message],
+    profile: AgentProfile | None,
+) -> ContextPayload:
+    """The context meter as the live run reads it: the latest call's reported prompt while no
+    fold came after it (the section count then), else the estimate."""
+    window = profile.context_window if profile is not None else None
+    if conversation.context_tokens and conversation.context_sections == len(sections):
+        return context_payload(window, conversation.context_tokens)
+    return context_payload(window, estimate=_context_used(conversation, sections, rows))
 
 
 def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> ConversationState:
@@ -513,15 +525,8 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         },
         "messages": [message_payload(row, html.messages.get(row.pk, "")) for row in rows[start:]],
         "sections": [section_payload(section, [], html) for section in sections],
-        "usage": {
-            "prompt": conversation.usage_prompt,
-            "completion": conversation.usage_completion,
-            "total": conversation.usage_total,
-        },
-        "context": {
-            "used": _context_used(conversation, sections, rows),
-            "window": profile.context_window if profile is not None else None,
-        },
+        "usage": usage_payload(conversation.token_usage(), conversation.cost),
+        "context": _meter(conversation, sections, rows, profile),
         "denials": denials,
         "failures": failures,
         "displays": displays,

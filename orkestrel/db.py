@@ -52,11 +52,13 @@ def _tidy_connections() -> None:
 def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """``function`` as a coroutine run on the process's database thread.
 
-    That is ``sync_to_async(thread_sensitive=True)``'s one shared thread, even inside a
-    request: Django gives each ASGI request a thread of its own, and a request's hops racing
-    the runs' hops on another thread would contend for SQLite's write lock (an in-memory test
-    database refuses at once). Stale or expired connections are closed before and after the
-    call, as channels does.
+    That is ``sync_to_async(thread_sensitive=True)``'s one shared thread from async code (a
+    consumer, a run, an async view): Django gives each ASGI request a thread of its own, and a
+    request's hops racing the runs' hops on another thread would contend for SQLite's write
+    lock (an in-memory test database refuses at once). Called under a sync view's
+    ``async_to_sync``, asgiref sends the hop back to that view's own thread instead: the API's
+    run routes run their views on this thread for that reason (``agents.api.dispatch``).
+    Stale or expired connections are closed before and after the call, as channels does.
     """
 
     def call(*args: P.args, **kwargs: P.kwargs) -> R:

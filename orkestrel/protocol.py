@@ -18,6 +18,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal, NotRequired, TypedDict
 
 from django.conf import settings
@@ -81,6 +82,7 @@ __all__ = [
     "check_decision",
     "check_image",
     "check_message",
+    "context_payload",
     "message_payload",
     "parse_client_frame",
     "result_payload",
@@ -130,16 +132,29 @@ class SectionPayload(TypedDict):
 
 
 class UsagePayload(TypedDict):
+    """Token counters and cost: ``prompt`` counts cached input too (``cache_read``,
+    ``cache_write``), ``completion`` reasoning too (``reasoning``); ``cost`` is USD as a decimal
+    string, ``None`` when the model has no price (unknown, not free)."""
+
     prompt: int
     completion: int
     total: int
+    cache_read: int
+    cache_write: int
+    reasoning: int
+    cost: str | None
 
 
 class ContextPayload(TypedDict):
-    """The context-window meter: estimated tokens in use, and the window (``None``: unset)."""
+    """The context-window meter: tokens in use, and the window (``None``: unset).
+
+    ``used`` is the provider's count of the latest call's prompt; ``approximate`` when no
+    provider count stands for the history as it is (then ``used`` is an estimate).
+    """
 
     used: int
     window: int | None
+    approximate: NotRequired[bool]
 
 
 class ToolPayload(TypedDict):
@@ -228,8 +243,27 @@ def message_payload(
     }
 
 
-def usage_payload(usage: TokenUsage) -> UsagePayload:
-    return {"prompt": usage.prompt, "completion": usage.completion, "total": usage.total}
+def usage_payload(usage: TokenUsage, cost: Decimal | None = None) -> UsagePayload:
+    """The one shape of usage on the wire (``cost`` in USD, ``None``: no price)."""
+    return {
+        "prompt": usage.prompt,
+        "completion": usage.completion,
+        "total": usage.total,
+        "cache_read": usage.cache_read,
+        "cache_write": usage.cache_write,
+        "reasoning": usage.reasoning,
+        # A string: JSON numbers would round a price of a few millionths of a cent.
+        "cost": format(cost.normalize(), "f") if cost is not None else None,
+    }
+
+
+def context_payload(
+    window: int | None, reported: int | None = None, estimate: int = 0
+) -> ContextPayload:
+    """The meter: the provider's count when there is one, else the estimate, approximate."""
+    if reported:
+        return {"used": reported, "window": window, "approximate": False}
+    return {"used": estimate, "window": window, "approximate": True}
 
 
 def call_payload(call: ToolCall) -> dict[str, Any]:

@@ -6,13 +6,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db.models import QuerySet
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_view,
-)
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -29,31 +23,13 @@ from conversations.approvals import (
 from conversations.models import ToolApproval
 from orkestrel.protocol import FrameError, check_decision
 
+from . import examples
 from .base import JsonErrors, user_id
 from .errors import Conflict
 
 __all__ = ["ApprovalViewSet"]
 
 STATUSES = ("pending", "approved", "denied", "expired", "all")
-
-EXAMPLE = {
-    "id": 7,
-    "call_id": "call_3",
-    "tool": "workspace",
-    "arguments": {"operation": "remove", "path": "notes.md"},
-    "parameters": {"type": "object"},
-    "approver": "owner",
-    "status": "pending",
-    "reason": "",
-    "rule": "#1 workspace → ask",
-    "zone": "files",
-    "run": 41,
-    "conversation": "0d6f5a3e-8c3b-4d0e-9d51-1f7c1b8f6a10",
-    "created": "2026-12-01T16:05:00+00:00",
-    "expires": None,
-    "decided": None,
-    "decided_by": None,
-}
 
 
 class ApprovalSerializer(serializers.Serializer[Any]):
@@ -112,9 +88,20 @@ class NewestFirst(CursorPagination):
                 "status", str, enum=list(STATUSES), description="pending (default), ... or all."
             )
         ],
-        examples=[OpenApiExample("A pending call", value=EXAMPLE, response_only=True)],
+        responses={
+            200: examples.answer(ApprovalSerializer(many=True), examples.APPROVAL),
+            **examples.refusals(
+                examples.invalid("An unknown status", status=["Must be one of ..."])
+            ),
+        },
     ),
-    retrieve=extend_schema(summary="One approval"),
+    retrieve=extend_schema(
+        summary="One approval",
+        responses={
+            200: examples.answer(ApprovalSerializer, examples.APPROVAL),
+            **examples.refusals(examples.NO_APPROVAL),
+        },
+    ),
 )
 class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
     """Tool calls an ``ask`` rule held, on the user's conversations."""
@@ -140,30 +127,18 @@ class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
         return Response(approval_payload(row))
 
     @extend_schema(
-        request=DecideSerializer,
+        request=examples.body(
+            DecideSerializer, examples.APPROVE, examples.DENY, examples.APPROVE_EDITED
+        ),
         responses={
-            200: ApprovalSerializer,
-            400: OpenApiResponse(description="A bad decision, or arguments the tool refuses."),
-            403: OpenApiResponse(description="An operator decides this call, in the admin."),
-            404: OpenApiResponse(description="No such approval (another user's is absent too)."),
-            409: OpenApiResponse(description="The call was decided already."),
+            200: examples.answer(ApprovalSerializer, examples.APPROVED),
+            **examples.refusals(
+                examples.BAD_DECISION,
+                examples.OPERATOR_DECIDES,
+                examples.NO_APPROVAL,
+                examples.DECIDED,
+            ),
         },
-        examples=[
-            OpenApiExample("Approve", value={"decision": "approve"}, request_only=True),
-            OpenApiExample(
-                "Deny, with what the model reads",
-                value={"decision": "deny", "reason": "keep that file"},
-                request_only=True,
-            ),
-            OpenApiExample(
-                "Approve with edited arguments",
-                value={
-                    "decision": "approve",
-                    "arguments": {"operation": "remove", "path": "draft.md"},
-                },
-                request_only=True,
-            ),
-        ],
         summary="Approve or deny a held tool call",
         description=(
             "Once every held call of its run is decided, the conversation goes on: approved "

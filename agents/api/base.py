@@ -15,7 +15,9 @@ from rest_framework.views import APIView
 from orkestrel.protocol import encode_text
 
 from ..runs import RunService, run_service
+from .dispatch import Deferred
 from .errors import PayloadTooLarge
+from .schema import ApiSchema
 
 __all__ = ["JsonErrors", "deferred_json", "user_id"]
 
@@ -42,9 +44,19 @@ def deferred_json(body: Callable[[], Awaitable[dict[str, Any]]]) -> StreamingHtt
 
 
 class JsonErrors(APIView):
-    """Errors answer JSON, even to a request that asked for an event stream."""
+    """Errors answer JSON, even to a request that asked for an event stream; the schema adds
+    the answers every operation can give (``ApiSchema``).
+
+    A handler may answer ``dispatch.Deferred`` (on a route that runs on the database thread).
+    """
 
     service: RunService = run_service
+    schema = ApiSchema()
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(response, Deferred):
+            return response  # finalized once its work is done (``Deferred.resume``)
+        return super().finalize_response(request, response, *args, **kwargs)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # Refused on its declared length, before a byte of it is read or parsed.
@@ -55,7 +67,10 @@ class JsonErrors(APIView):
         super().initial(request, *args, **kwargs)
 
     def handle_exception(self, exc: Exception) -> Response:
-        response = super().handle_exception(exc)
+        return self.as_json(super().handle_exception(exc))
+
+    def as_json(self, response: Response) -> Response:
+        """``response`` rendered as JSON, whatever the request's ``Accept`` negotiated."""
         renderer = JSONRenderer()
         # ``finalize_response`` copies the request's negotiated renderer onto the response.
         self.request.accepted_renderer = renderer

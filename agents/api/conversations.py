@@ -6,6 +6,7 @@ user does not own. Sending a message stores it durably before anything is answer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -14,7 +15,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -37,20 +38,29 @@ from ..runs.service import Compacted, Queued
 from ..runs.submissions import Repeat
 from ..runtime.skills import Activation, UnknownSkill
 from ..runtime.spec import NoProfileError
+from . import examples
 from .base import JsonErrors, deferred_json, user_id
+from .dispatch import DatabaseThreadRoutes, Deferred
 from .errors import Conflict, RunFailed, TooManyRunsError
 from .events import EVENT_STREAM_RESPONSE
 from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
 from .runs import run_body, settled_body
 from .serializers import (
+    MESSAGE_ACCEPTED,
+    MESSAGE_ANSWERED,
     AttachmentSerializer,
     AttachmentUploadSerializer,
     CompactSerializer,
     ConversationSerializer,
     ConversationUpdateSerializer,
+    FoldedSerializer,
     ForkSerializer,
     MessageCreateSerializer,
-    RunSerializer,
+    PendingSerializer,
+    SectionOriginalsSerializer,
+    SectionsSerializer,
+    TakenSerializer,
+    TranscriptSerializer,
 )
 from .sse import HEARTBEAT_SECONDS, EventStreamRenderer, event_stream
 
@@ -65,13 +75,22 @@ def _conversation(request: Request, pk: str) -> Conversation:
     return services.get_conversation(user=request.user, conversation_id=pk)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        responses=examples.answer(ConversationSerializer, examples.LISTED_CONVERSATION)
+    )
+)
 class ConversationViewSet(
     JsonErrors,
+    DatabaseThreadRoutes,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet[Conversation],
 ):
-    """The user's conversations, newest first."""
+    """The user's conversations, newest first; a conversation's messages (sending one starts a
+    run) are on the database thread."""
+
+    database_thread = frozenset({"messages"})
 
     serializer_class = ConversationSerializer
     pagination_class = NewestFirst
@@ -84,6 +103,12 @@ class ConversationViewSet(
     def get_object(self) -> Conversation:
         return _conversation(self.request, self.kwargs["pk"])
 
+    @extend_schema(
+        responses={
+            200: examples.answer(ConversationSerializer, examples.CONVERSATION),
+            **examples.refusals(examples.NO_CONVERSATION),
+        }
+    )
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         conversation = self.get_object()
         return Response(self._body(conversation))
@@ -93,6 +118,13 @@ class ConversationViewSet(
         context = {**self.get_serializer_context(), "readouts": {conversation.pk: readout}}
         return dict(ConversationSerializer(conversation, context=context).data)
 
+    @extend_schema(
+        request=examples.body(ConversationSerializer, examples.NEW_CONVERSATION),
+        responses={
+            201: examples.answer(ConversationSerializer, examples.CREATED_CONVERSATION),
+            **examples.refusals(examples.CONVERSATION_INVALID),
+        },
+    )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = ConversationSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
@@ -104,7 +136,15 @@ class ConversationViewSet(
         )
         return Response(self._body(conversation), status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ConversationUpdateSerializer, responses=ConversationSerializer)
+    @extend_schema(
+        request=examples.body(ConversationUpdateSerializer, examples.RENAME, examples.CHOOSE_MODEL),
+        responses={
+            200: examples.answer(ConversationSerializer, examples.RENAMED),
+            **examples.refusals(
+                examples.UPDATE_INVALID, examples.UPDATE_EMPTY, examples.NO_CONVERSATION
+            ),
+        },
+    )
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = ConversationUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -131,11 +171,15 @@ class ConversationViewSet(
             "(included): its sections before it, its messages and its workspace files. The "
             "source is left as it is; `409` while a run is going on it."
         ),
-        request=ForkSerializer,
+        request=examples.body(ForkSerializer, examples.FORK),
         responses={
-            201: ConversationSerializer,
-            404: OpenApiResponse(description="No such conversation or message."),
-            409: OpenApiResponse(description="A reply is still running in this conversation."),
+            201: examples.answer(ConversationSerializer, examples.FORKED),
+            **examples.refusals(
+                examples.FORK_INVALID,
+                examples.NO_CONVERSATION,
+                examples.NO_FORK_MESSAGE,
+                examples.FORK_BUSY,
+            ),
         },
     )
     @action(detail=True, methods=["post"])
@@ -154,6 +198,7 @@ class ConversationViewSet(
             raise Conflict(str(error)) from None
         return Response(self._body(fork), status=status.HTTP_201_CREATED)
 
+    @extend_schema(responses={204: None, **examples.refusals(examples.NO_CONVERSATION)})
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.delete_conversation(user=request.user, conversation_id=self.kwargs["pk"])
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -169,7 +214,12 @@ class ConversationViewSet(
             "message's id>` to page back."
         ),
         parameters=[OpenApiParameter("before", str, description="A message id to page back from.")],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            (200, examples.JSON): examples.answer(
+                TranscriptSerializer, examples.TRANSCRIPT, examples.EARLIER_PAGE
+            ),
+            **examples.refusals(examples.NO_CONVERSATION, examples.NO_MESSAGE),
+        },
     )
     @extend_schema(
         methods=["POST"],
@@ -185,14 +235,33 @@ class ConversationViewSet(
             "and images again within 2 s of the previous message, while it is the latest, is "
             "ignored: `200` with `duplicate`, the first's `message` and `run` (or `pending`)."
         ),
-        request=MessageCreateSerializer,
+        request=examples.body(
+            MessageCreateSerializer,
+            examples.MESSAGE,
+            examples.MESSAGE_WITH_IMAGE,
+            examples.COMPACT_COMMAND,
+        ),
         parameters=[OpenApiParameter("wait", bool, description="Answer once the run settled.")],
         responses={
-            202: RunSerializer,
-            200: RunSerializer,
-            409: OpenApiResponse(description="`/continue` while a reply is running."),
-            429: OpenApiResponse(description="Too many of the user's replies are running."),
+            (202, examples.JSON): examples.answer(
+                MESSAGE_ACCEPTED, examples.RUN_STARTED, examples.QUEUED
+            ),
+            (200, examples.JSON): examples.answer(
+                MESSAGE_ANSWERED,
+                examples.RUN_SETTLED,
+                examples.COMPACTED,
+                examples.SKILLS,
+                examples.DUPLICATE,
+            ),
             (200, "text/event-stream"): EVENT_STREAM_RESPONSE,
+            **examples.refusals(
+                examples.MESSAGE_INVALID,
+                examples.IMAGE_INVALID,
+                examples.NO_CONVERSATION,
+                examples.BUSY,
+                examples.TOO_MANY_RUNS,
+                examples.RUN_FAILED,
+            ),
         },
     )
     @action(
@@ -202,7 +271,7 @@ class ConversationViewSet(
     )
     def messages(self, request: Request, pk: str) -> Any:
         if request.method == "GET":
-            return self._transcript(request, pk)
+            return self.as_json(self._transcript(request, pk))
         serializer = MessageCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         images = self._images(serializer.validated_data["images"])
@@ -215,13 +284,29 @@ class ConversationViewSet(
             images = (*images, *resolve_attachments(str(conversation.pk), attachments))
         except LookupError as error:
             raise exceptions.ValidationError({"attachments": [str(error)]}) from None
+        send = self.service.send(
+            user_id=user_id(request),
+            conversation_id=str(conversation.pk),
+            content=content,
+            images=images,
+        )
+        # Awaited on the event loop (no thread waits for the run to start, or for a model
+        # asked to fold), then answered here on the database thread.
+        return Deferred(
+            self, send, lambda sent: self._sent(request, conversation, attachments, sent)
+        )
+
+    def _sent(
+        self,
+        request: Request,
+        conversation: Conversation,
+        attachments: list[str],
+        outcome: Callable[[], Any],
+    ) -> Any:
+        """The answer to a sent message, once the run service took it (``outcome`` returns
+        what it did, or raises why it would not)."""
         try:
-            sent = async_to_sync(self.service.send)(
-                user_id=user_id(request),
-                conversation_id=str(conversation.pk),
-                content=content,
-                images=images,
-            )
+            sent = outcome()
         except NothingToContinue as error:
             raise exceptions.ValidationError({"content": [str(error)]}) from None
         except PendingFull as error:
@@ -243,16 +328,19 @@ class ConversationViewSet(
             body: dict[str, Any] = {"duplicate": True, "message": sent.message, "run": run}
             if sent.pending is not None:
                 body["pending"] = sent.pending
-            return Response(body)
+            return self.as_json(Response(body))
         if isinstance(sent, Compacted):
             if sent.section is None:
                 raise exceptions.ValidationError({"content": ["Nothing to fold yet."]})
-            return Response({"compacted": sent.section})
+            return self.as_json(Response({"compacted": sent.section}))
         if isinstance(sent, Activation):
-            return Response({"skills": {"added": list(sent.added), "active": list(sent.active)}})
+            skills = {"added": list(sent.added), "active": list(sent.active)}
+            return self.as_json(Response({"skills": skills}))
         if isinstance(sent, Queued):
-            # A run is going: the message waits for the next one (it takes them all, merged).
-            return Response({"pending": sent.pending}, status=status.HTTP_202_ACCEPTED)
+            # A run is going: the message waits for the next one (it takes them all, merged);
+            # there is no run to stream, so an event-stream request gets this as JSON too.
+            queued = Response({"pending": sent.pending}, status=status.HTTP_202_ACCEPTED)
+            return self.as_json(queued)
         handle = sent
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return event_stream(self.service.follow_batches(handle.id, idle=HEARTBEAT_SECONDS))
@@ -271,13 +359,19 @@ class ConversationViewSet(
             "Messages sent while a run was going: the next run takes them all, merged into one "
             "user message, in the order they were sent."
         ),
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: examples.answer(PendingSerializer, examples.PENDING_LIST),
+            **examples.refusals(examples.NO_CONVERSATION),
+        },
     )
     @extend_schema(
         methods=["DELETE"],
         summary="Take the pending messages back",
         description="Removes them and answers their texts, oldest first (to edit and resend).",
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: examples.answer(TakenSerializer, examples.TAKEN),
+            **examples.refusals(examples.NO_CONVERSATION),
+        },
     )
     @action(detail=True, methods=["get", "delete"])
     def pending(self, request: Request, pk: str) -> Response:
@@ -320,8 +414,12 @@ class ConversationViewSet(
             "Multipart upload (field `file`): a PNG, JPEG, GIF or WebP image within "
             "`ORKESTREL_MAX_IMAGE_BYTES`. Send its `id` in a message's `attachments`."
         ),
-        request={"multipart/form-data": AttachmentUploadSerializer},
-        responses={201: AttachmentSerializer},
+        request={"multipart/form-data": examples.body(AttachmentUploadSerializer, examples.ATTACH)},
+        responses={
+            201: examples.answer(AttachmentSerializer, examples.ATTACHED),
+            400: examples.ATTACH_REFUSED,
+            **examples.refusals(examples.NO_CONVERSATION),
+        },
     )
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
     def attachments(self, request: Request, pk: str) -> Response:
@@ -333,14 +431,23 @@ class ConversationViewSet(
 
     # -- sections, compaction, search ---------------------------------------------------------
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="The folded sections")
+    @extend_schema(
+        summary="The folded sections",
+        responses={
+            200: examples.answer(SectionsSerializer, examples.SECTIONS),
+            **examples.refusals(examples.NO_CONVERSATION),
+        },
+    )
     @action(detail=True, methods=["get"])
     def sections(self, request: Request, pk: str) -> Response:
         state = services.conversation_state(user=request.user, conversation_id=pk)
         return Response({"sections": state["sections"]})
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: examples.answer(SectionOriginalsSerializer, examples.ORIGINALS),
+            **examples.refusals(examples.NO_CONVERSATION, examples.NO_SECTION),
+        },
         summary="One section's originals",
         operation_id="conversations_section_retrieve",
     )
@@ -352,10 +459,15 @@ class ConversationViewSet(
         return Response({"id": section_id, "messages": messages})
 
     @extend_schema(
-        request=CompactSerializer,
+        request=examples.body(CompactSerializer, examples.FOCUS),
         responses={
-            200: OpenApiTypes.OBJECT,
-            409: OpenApiResponse(description="Busy or nothing to fold."),
+            200: examples.answer(FoldedSerializer, examples.FOLDED),
+            **examples.refusals(
+                examples.FOCUS_INVALID,
+                examples.NO_CONVERSATION,
+                examples.BUSY,
+                examples.NOTHING_TO_FOLD,
+            ),
         },
         summary="Fold older history into a summarized section now",
     )
@@ -382,7 +494,10 @@ class ConversationViewSet(
             "One record per line: the conversation, each section followed by its original "
             "messages, then the live messages (ids, roles, content, tool calls and results)."
         ),
-        responses={(200, MEDIA_TYPE): OpenApiTypes.STR},
+        responses={
+            (200, MEDIA_TYPE): examples.answer(OpenApiTypes.STR, examples.EXPORT),
+            **examples.refusals(examples.NO_CONVERSATION),
+        },
     )
     @action(detail=True, methods=["get"], renderer_classes=[JsonLinesRenderer, JSONRenderer])
     def export(self, request: Request, pk: str) -> Response:
@@ -393,8 +508,11 @@ class ConversationViewSet(
 
     @extend_schema(
         summary="Import a conversation from JSON Lines (an export)",
-        request={MEDIA_TYPE: OpenApiTypes.STR},
-        responses={201: ConversationSerializer},
+        request={MEDIA_TYPE: examples.body(OpenApiTypes.STR, examples.EXPORT)},
+        responses={
+            201: examples.answer(ConversationSerializer, examples.IMPORTED),
+            **examples.refusals(examples.IMPORT_INVALID),
+        },
         operation_id="conversations_import",
     )
     @action(
@@ -411,6 +529,10 @@ class ConversationViewSet(
     @extend_schema(
         parameters=[OpenApiParameter("q", str, required=True, description="Text to look for.")],
         summary="Search the user's conversations (titles and messages)",
+        responses={
+            200: examples.answer(ConversationSerializer(many=True), examples.LISTED_CONVERSATION),
+            **examples.refusals(examples.SEARCH_INVALID),
+        },
     )
     @action(detail=False, methods=["get"])
     def search(self, request: Request) -> Response:

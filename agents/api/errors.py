@@ -2,7 +2,8 @@
 
 Every error answers ``{"detail": "<message>", "code": "<code>"}``; a validation error adds
 ``"errors"``, DRF's field → messages mapping. Django's ``Http404`` and ``PermissionDenied``
-raised by the services map to 404 and 403 like DRF's own.
+raised by the services map to 404 and 403 like DRF's own. ``ErrorSerializer`` describes the
+shape in the schema.
 """
 
 from __future__ import annotations
@@ -10,11 +11,31 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-__all__ = ["Conflict", "PayloadTooLarge", "RunFailed", "TooManyRunsError", "exception_handler"]
+__all__ = [
+    "Conflict",
+    "ErrorSerializer",
+    "PayloadTooLarge",
+    "RunFailed",
+    "TooManyRunsError",
+    "exception_handler",
+]
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    """The API's one error shape."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField(help_text="What went wrong, for programs: `not_found`, `busy`...")
+    # A declared field leaves ``Serializer.errors`` alone (the metaclass collects it).
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.JSONField(),
+        required=False,
+        help_text="Field → messages (nested for nested fields), on a validation error (400).",
+    )
 
 
 class Conflict(exceptions.APIException):
@@ -66,7 +87,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return None
     data = response.data
     if isinstance(exc, exceptions.ValidationError):
-        response.data = {"detail": "Invalid input.", "code": "invalid", "errors": data}
+        # ``errors`` is always field → messages: a bare list is the body's, as DRF names it.
+        fields = data if isinstance(data, dict) else {"non_field_errors": data}
+        response.data = {"detail": "Invalid input.", "code": "invalid", "errors": fields}
     elif isinstance(data, dict) and "detail" in data:
         response.data = {"detail": str(data["detail"]), "code": _codes(data["detail"])}
     return response

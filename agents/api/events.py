@@ -6,10 +6,12 @@ and ``data`` (the frame as JSON); the frames are the websocket's (``orkestrel.pr
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
 from orkestrel.protocol import SERVER_FRAMES
+
+from . import examples
 
 __all__ = ["EVENT_STREAM_RESPONSE"]
 
@@ -29,15 +31,5 @@ EVENT_STREAM_RESPONSE = OpenApiResponse(
         "`error` carrying the run). Reconnect with `Last-Event-ID` to receive exactly the "
         "events after it."
     ),
-    examples=[
-        OpenApiExample(
-            "A short run",
-            value=(
-                'id: 1\nevent: started\ndata: {"type": "started", "run": 7, "seq": 1, ...}\n\n'
-                'id: 2\nevent: token\ndata: {"type": "token", "run": 7, "seq": 2, '
-                '"content": "Hello"}\n\n'
-                'id: 5\nevent: finish\ndata: {"type": "finish", "run": 7, "seq": 5, ...}\n\n'
-            ),
-        )
-    ],
+    examples=[examples.RUN_EVENTS, examples.RESUMED_EVENTS],
 )

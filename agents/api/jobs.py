@@ -16,12 +16,8 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db.models import QuerySet
 from django.urls import reverse
-from drf_spectacular.utils import (
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_field,
-    inline_serializer,
-)
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -34,6 +30,7 @@ from conversations.services import default_profile, enabled_profiles
 
 from ..jobs import JobRequest, JobSettled, job_service
 from ..models import AgentJob, AgentProfile
+from . import examples
 from .base import JsonErrors, user_id
 from .errors import Conflict
 from .serializers import UsageSerializer
@@ -97,6 +94,7 @@ class JobMessageSerializer(serializers.Serializer[Any]):
         return value
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class UsableProfileField(serializers.SlugRelatedField[AgentProfile]):
     """A profile slug among those the requesting user may use."""
 
@@ -223,6 +221,8 @@ class JobSerializer(serializers.ModelSerializer[AgentJob]):
             "finished",
             "result",
             "error",
+            "parent",
+            "depth",
         ]
         read_only_fields = fields
 
@@ -254,9 +254,6 @@ class JobSerializer(serializers.ModelSerializer[AgentJob]):
 # -- views -----------------------------------------------------------------------------------
 
 
-NOT_FOUND = OpenApiResponse(description="No such job (another user's is absent too).")
-
-
 class NewestFirst(CursorPagination):
     ordering = ("-created", "-id")
 
@@ -278,7 +275,10 @@ class JobViewSet(JsonErrors, viewsets.GenericViewSet[AgentJob]):
     def get_queryset(self) -> QuerySet[AgentJob]:
         return async_to_sync(job_service.jobs)(user_id=user_id(self.request))
 
-    @extend_schema(summary="The user's jobs, newest first")
+    @extend_schema(
+        summary="The user's jobs, newest first",
+        responses=examples.answer(JobSerializer, examples.JOB_DONE),
+    )
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(JobSerializer(page, many=True).data)
@@ -292,10 +292,10 @@ class JobViewSet(JsonErrors, viewsets.GenericViewSet[AgentJob]):
             "`GET /api/jobs/{id}/` for its result. A job survives a server or worker restart: "
             "it runs again from its last attempt."
         ),
-        request=JobCreateSerializer,
+        request=examples.body(JobCreateSerializer, examples.NEW_JOB),
         responses={
-            202: JobSerializer,
-            400: OpenApiResponse(description="Field errors; nothing was stored."),
+            202: examples.answer(JobSerializer, examples.JOB_QUEUED),
+            **examples.refusals(examples.JOB_INVALID),
         },
     )
     def create(self, request: Request) -> Response:
@@ -310,7 +310,12 @@ class JobViewSet(JsonErrors, viewsets.GenericViewSet[AgentJob]):
 
     @extend_schema(
         summary="A job: status, attempts, result or error",
-        responses={200: JobSerializer, 404: NOT_FOUND},
+        responses={
+            200: examples.answer(
+                JobSerializer, examples.JOB_DONE, examples.JOB_QUEUED, examples.JOB_FAILED
+            ),
+            **examples.refusals(examples.NO_JOB),
+        },
     )
     def retrieve(self, request: Request, pk: uuid.UUID) -> Response:
         return Response(JobSerializer(_job(request, pk)).data)
@@ -318,9 +323,8 @@ class JobViewSet(JsonErrors, viewsets.GenericViewSet[AgentJob]):
     @extend_schema(
         request=None,
         responses={
-            202: JobSerializer,
-            404: NOT_FOUND,
-            409: OpenApiResponse(description="The job has settled already."),
+            202: examples.answer(JobSerializer, examples.JOB_CANCELLING),
+            **examples.refusals(examples.NO_JOB, examples.JOB_SETTLED),
         },
         summary="Cancel a job",
         description=(

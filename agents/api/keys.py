@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
@@ -19,6 +19,8 @@ from rest_framework.response import Response
 from rest_framework.routers import SimpleRouter
 
 from ..models import ApiKey
+from . import examples
+from .base import JsonErrors
 
 if TYPE_CHECKING:
     # django-stubs' placeholder for ``AUTH_USER_MODEL``, which its plugin resolves.
@@ -53,7 +55,9 @@ def _signed_in(request: Request) -> _User:
     return user
 
 
+@extend_schema_view(list=extend_schema(responses=examples.answer(ApiKeySerializer, examples.KEY)))
 class ApiKeyViewSet(
+    JsonErrors,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.DestroyModelMixin,
@@ -67,7 +71,13 @@ class ApiKeyViewSet(
     def get_queryset(self) -> QuerySet[ApiKey]:
         return ApiKey.objects.filter(user=_signed_in(self.request))
 
-    @extend_schema(request=ApiKeySerializer, responses={201: IssuedApiKeySerializer})
+    @extend_schema(
+        request=examples.body(ApiKeySerializer, examples.NEW_KEY),
+        responses={
+            201: examples.answer(IssuedApiKeySerializer, examples.ISSUED_KEY),
+            **examples.refusals(examples.KEY_INVALID),
+        },
+    )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Create a key; the answer holds the full ``key``, which is never shown again."""
         serializer = ApiKeySerializer(data=request.data)
@@ -76,7 +86,7 @@ class ApiKeyViewSet(
         # ``IssuedApiKeySerializer``'s shape; the secret is never an attribute of the row.
         return Response({**ApiKeySerializer(key).data, "key": raw}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **examples.refusals(examples.NO_KEY)})
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Revoke a key (it stays listed, marked revoked); revoking it again changes nothing."""
         key = self.get_object()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, viewsets
 from rest_framework.pagination import CursorPagination
 
 from conversations.services import enabled_profiles
 
 from ..models import AgentProfile
+from . import examples
 from .base import JsonErrors
 from .serializers import ProfileSerializer
 
@@ -19,6 +21,9 @@ class BySlug(CursorPagination):
     ordering = ("slug",)
 
 
+@extend_schema_view(
+    list=extend_schema(responses=examples.answer(ProfileSerializer, examples.PROFILE))
+)
 class ProfileViewSet(JsonErrors, mixins.ListModelMixin, viewsets.GenericViewSet[AgentProfile]):
     """The enabled agent profiles (a conversation's ``profile`` is one of their slugs)."""
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -15,7 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..runs import Busy, RunRecord, run_service
+from . import examples
 from .base import JsonErrors, user_id
+from .dispatch import DatabaseThreadRoutes
 from .errors import Conflict
 from .events import EVENT_STREAM_RESPONSE
 from .serializers import RunSerializer
@@ -54,20 +56,26 @@ def _body(record: RunRecord) -> dict[str, Any]:
     return body
 
 
-class RunViewSet(JsonErrors, viewsets.ViewSet):
-    """Runs of the user's conversations."""
+class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.ViewSet):
+    """Runs of the user's conversations; reading and following one is on the database thread."""
 
     lookup_value_regex = "[0-9]+"
+    database_thread = frozenset({"retrieve", "events"})
 
-    @extend_schema(responses=RunSerializer)
+    @extend_schema(
+        responses={
+            200: examples.answer(RunSerializer, examples.RUN),
+            **examples.refusals(examples.NO_RUN),
+        }
+    )
     def retrieve(self, request: Request, pk: str) -> Response:
         return Response(run_body(request, int(pk)))
 
     @extend_schema(
         request=None,
         responses={
-            202: RunSerializer,
-            409: OpenApiResponse(description="The run is not running."),
+            202: examples.answer(RunSerializer, examples.CANCELLED),
+            **examples.refusals(examples.NO_RUN, examples.NOT_RUNNING),
         },
         summary="Stop a running run (its partial answer is kept)",
     )
@@ -81,11 +89,8 @@ class RunViewSet(JsonErrors, viewsets.ViewSet):
     @extend_schema(
         request=None,
         responses={
-            202: RunSerializer,
-            409: OpenApiResponse(
-                description="Not the latest run, not failed, stopped or interrupted, or a run "
-                "is going."
-            ),
+            202: examples.answer(RunSerializer, examples.RETRIED),
+            **examples.refusals(examples.NO_RUN, examples.NOT_RETRYABLE, examples.BUSY),
         },
         summary="Retry a failed, stopped or interrupted run",
         description=(
@@ -116,7 +121,10 @@ class RunViewSet(JsonErrors, viewsets.ViewSet):
             ),
             OpenApiParameter("after", int, description="The same as Last-Event-ID."),
         ],
-        responses={(200, "text/event-stream"): EVENT_STREAM_RESPONSE},
+        responses={
+            (200, "text/event-stream"): EVENT_STREAM_RESPONSE,
+            **examples.refusals(examples.AFTER_INVALID, examples.NO_RUN),
+        },
         summary="Follow the run's events (Server-Sent Events)",
     )
     @action(detail=True, methods=["get"], renderer_classes=[EventStreamRenderer, JSONRenderer])

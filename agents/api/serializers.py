@@ -5,22 +5,40 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import (
+    PolymorphicProxySerializer,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers
 
 from agents.models import AgentProfile
 from conversations.models import Conversation
-from orkestrel.protocol import MAX_IMAGES, encodable
+from orkestrel.protocol import MAX_IMAGES, UsagePayload, encodable, usage_payload
 
 __all__ = [
     "AttachmentSerializer",
     "AttachmentUploadSerializer",
     "CompactSerializer",
+    "CompactedSerializer",
     "ConversationSerializer",
     "ConversationUpdateSerializer",
+    "DuplicateSerializer",
+    "FoldedSerializer",
+    "MESSAGE_ACCEPTED",
+    "MESSAGE_ANSWERED",
     "MessageCreateSerializer",
+    "MessageSerializer",
+    "PendingSerializer",
     "ProfileSerializer",
     "RunSerializer",
+    "SectionOriginalsSerializer",
+    "SectionSerializer",
+    "SectionsSerializer",
+    "SkillsSerializer",
+    "TakenSerializer",
+    "TranscriptSerializer",
+    "UserUsageSerializer",
 ]
 
 
@@ -46,14 +64,36 @@ class ProfileSerializer(serializers.ModelSerializer[AgentProfile]):
 
 
 class UsageSerializer(serializers.Serializer[Any]):
-    prompt = serializers.IntegerField()
-    completion = serializers.IntegerField()
+    """Token counters and cost (``UsagePayload``): cache and reasoning counts are subsets."""
+
+    prompt = serializers.IntegerField(help_text="Input tokens, cached ones included.")
+    completion = serializers.IntegerField(help_text="Output tokens, reasoning included.")
     total = serializers.IntegerField()
+    cache_read = serializers.IntegerField(help_text="Input tokens read from the cache.")
+    cache_write = serializers.IntegerField(help_text="Input tokens written to the cache.")
+    reasoning = serializers.IntegerField(help_text="Output tokens spent reasoning.")
+    cost = serializers.CharField(
+        allow_null=True,
+        help_text="USD, a decimal string (e.g. `0.00042`) at the prices operators set on "
+        "the model's endpoint; null when the model has no price (unknown, not free).",
+    )
+
+
+class UserUsageSerializer(serializers.Serializer[Any]):
+    """A user's usage: the sum over their conversations (cost: of the priced calls)."""
+
+    usage = UsageSerializer()
+    conversations = serializers.IntegerField(help_text="How many conversations it sums.")
 
 
 class ContextSerializer(serializers.Serializer[Any]):
-    used = serializers.IntegerField(help_text="Estimated tokens the next request carries.")
+    used = serializers.IntegerField(
+        help_text="The provider's count of the latest request's prompt (else an estimate)."
+    )
     window = serializers.IntegerField(allow_null=True, help_text="The profile's context window.")
+    approximate = serializers.BooleanField(
+        help_text="`used` is an estimate: no provider count stands for the history as it is."
+    )
 
 
 class ForkedFromSerializer(serializers.Serializer[Any]):
@@ -115,12 +155,8 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
         return {"conversation": str(conversation.forked_from_id), "message": conversation.forked_at}
 
     @extend_schema_field(UsageSerializer)
-    def get_usage(self, conversation: Conversation) -> dict[str, int]:
-        return {
-            "prompt": conversation.usage_prompt,
-            "completion": conversation.usage_completion,
-            "total": conversation.usage_total,
-        }
+    def get_usage(self, conversation: Conversation) -> UsagePayload:
+        return usage_payload(conversation.token_usage(), conversation.cost)
 
     @extend_schema_field(ContextSerializer(allow_null=True))
     def get_context(self, conversation: Conversation) -> dict[str, Any] | None:
@@ -224,3 +260,119 @@ class RunSerializer(serializers.Serializer[Any]):
     created = serializers.DateTimeField()
     started = serializers.DateTimeField(allow_null=True)
     finished = serializers.DateTimeField(allow_null=True)
+
+
+# -- transcripts: the shapes of ``orkestrel.protocol`` (``MessagePayload``, ``SectionPayload``) --
+
+
+class MessageSerializer(serializers.Serializer[Any]):
+    """A committed message; ``html`` is its sanitized rendering ("" where none is shown)."""
+
+    id = serializers.CharField()
+    role = serializers.CharField(help_text="user, assistant or tool.")
+    content = serializers.CharField(allow_blank=True)
+    html = serializers.CharField(allow_blank=True)
+    calls = serializers.ListField(
+        child=serializers.DictField(),
+        allow_null=True,
+        help_text="An assistant message's tool calls (`id`, `name`, `arguments`), or null.",
+    )
+    tool_call_id = serializers.CharField(allow_null=True, help_text="A tool result's call.")
+    images_count = serializers.IntegerField()
+
+
+class SectionSerializer(serializers.Serializer[Any]):
+    """A folded section: its summary, how many originals it holds, and (when sent) them."""
+
+    id = serializers.CharField()
+    summary = serializers.CharField(allow_blank=True)
+    html = serializers.CharField(allow_blank=True)
+    count = serializers.IntegerField()
+    messages = MessageSerializer(many=True)
+
+
+class TranscriptSerializer(serializers.Serializer[Any]):
+    """The sections' summaries and a page of the live tail, oldest first."""
+
+    sections = SectionSerializer(many=True)
+    messages = MessageSerializer(many=True)
+    earlier = serializers.IntegerField(help_text="Live messages before this page.")
+
+
+class SectionsSerializer(serializers.Serializer[Any]):
+    sections = SectionSerializer(many=True)
+
+
+class SectionOriginalsSerializer(serializers.Serializer[Any]):
+    """One section's original messages, as they were before the fold."""
+
+    id = serializers.CharField()
+    messages = MessageSerializer(many=True)
+
+
+class PendingMessageSerializer(serializers.Serializer[Any]):
+    """A message waiting for the next run."""
+
+    id = serializers.IntegerField()
+    content = serializers.CharField(allow_blank=True)
+    images_count = serializers.IntegerField()
+    nonce = serializers.CharField(allow_blank=True)
+
+
+class PendingSerializer(serializers.Serializer[Any]):
+    """The messages waiting for the next run, oldest first (it takes them all, merged)."""
+
+    pending = PendingMessageSerializer(many=True)
+
+
+class TakenSerializer(serializers.Serializer[Any]):
+    taken = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), help_text="Their texts, oldest first."
+    )
+
+
+class FoldedSerializer(serializers.Serializer[Any]):
+    """``POST …/compact/``: the section just folded."""
+
+    section = SectionSerializer()
+
+
+class CompactedSerializer(serializers.Serializer[Any]):
+    """A ``/compact`` message: the section just folded."""
+
+    compacted = SectionSerializer()
+
+
+class SkillsSerializer(serializers.Serializer[Any]):
+    """A ``/skill <name>`` message: the skills it added and those now active."""
+
+    skills = inline_serializer(
+        "SkillActivation",
+        fields={
+            "added": serializers.ListField(child=serializers.CharField()),
+            "active": serializers.ListField(child=serializers.CharField()),
+        },
+    )
+
+
+class DuplicateSerializer(serializers.Serializer[Any]):
+    """A repeated submit, ignored: the first message, and its run (or its pending place)."""
+
+    duplicate = serializers.BooleanField()
+    message = MessageSerializer(allow_null=True)
+    run = RunSerializer(allow_null=True)
+    pending = PendingMessageSerializer(many=True, required=False)
+
+
+# What ``POST …/messages/`` answers as JSON: a ``202`` (a run started, or the message waits for
+# the next one) or a ``200`` (the settled run with ``wait=true``, or a command's outcome).
+MESSAGE_ACCEPTED = PolymorphicProxySerializer(
+    component_name="MessageAccepted",
+    serializers=[RunSerializer, PendingSerializer],
+    resource_type_field_name=None,
+)
+MESSAGE_ANSWERED = PolymorphicProxySerializer(
+    component_name="MessageAnswered",
+    serializers=[RunSerializer, CompactedSerializer, SkillsSerializer, DuplicateSerializer],
+    resource_type_field_name=None,
+)

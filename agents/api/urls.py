@@ -11,6 +11,7 @@ from .approvals import ApprovalViewSet
 from .conversations import ConversationViewSet
 from .profiles import ProfileViewSet
 from .runs import RunViewSet
+from .usage import UsageView
 
 router = SimpleRouter()
 router.register("profiles", ProfileViewSet, basename="api-profile")
@@ -21,6 +22,7 @@ router.register("approvals", ApprovalViewSet, basename="api-approval")
 urlpatterns = [
     path("keys/", include("agents.api.keys")),
     path("jobs/", include("agents.api.jobs")),
+    path("usage/", UsageView.as_view(), name="api-usage"),
     path("conversations/<uuid:conversation_id>/workspace/", include("agents.api.workspace")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -17,7 +17,6 @@ from typing import Any
 from django.http import HttpResponse
 from django.urls import path as route
 from django.urls import reverse
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -29,13 +28,14 @@ from rest_framework.response import Response
 
 from conversations import files
 
+from . import examples
 from .base import JsonErrors
 from .errors import Conflict
+from .schema import ApiSchema
 from .workspace_serializers import (
     FileDetailSerializer,
     FileEditedSerializer,
     FileEditSerializer,
-    FileErrorSerializer,
     FileListSerializer,
     FileReadQuerySerializer,
     FileSerializer,
@@ -65,7 +65,7 @@ class RawRenderer(BaseRenderer):
         return data if isinstance(data, bytes) else b""
 
 
-class FileSchema(AutoSchema):
+class FileSchema(ApiSchema):
     """The file view's schema: a PATCH body is one whole operation, not a partial resource,
     so its fields stay required; ``?format=`` is DRF's, not part of this API."""
 
@@ -78,20 +78,6 @@ class FileSchema(AutoSchema):
 
     def _get_format_parameters(self) -> list[dict[str, Any]]:
         return []
-
-
-_COMMON = {
-    401: "Not authenticated.",
-    404: "No such conversation of the user's, or no such file.",
-}
-
-
-def _errors(described: dict[int, str]) -> dict[Any, OpenApiResponse]:
-    """Error responses in the API's one shape (with the common 401 and 404), as JSON."""
-    return {
-        (code, JSON): OpenApiResponse(FileErrorSerializer, description=text)
-        for code, text in {**described, **_COMMON}.items()
-    }
 
 
 PATH = OpenApiParameter(
@@ -117,7 +103,10 @@ class FileListView(JsonErrors):
         operation_id="workspace_files_list",
         summary="The workspace's files",
         description="In insertion order; empty while the conversation has no workspace.",
-        responses={200: FileListSerializer, **_errors({})},
+        responses={
+            200: examples.answer(FileListSerializer, examples.FILES),
+            **examples.refusals(examples.NO_CONVERSATION),
+        },
     )
     def get(self, request: Request, conversation_id: uuid.UUID) -> Response:
         listed = files.list_files(user=request.user, conversation_id=conversation_id)
@@ -157,14 +146,18 @@ class FileView(JsonErrors):
         ),
         parameters=[PATH, FileReadQuerySerializer],
         responses={
-            (200, JSON): FileDetailSerializer,
+            (200, JSON): examples.answer(
+                FileDetailSerializer, examples.FILE_TEXT, examples.FILE_SPAN
+            ),
             (200, "image/*"): OpenApiResponse(OpenApiTypes.BINARY, description="An image."),
-            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="A text file."),
-            **_errors(
-                {
-                    400: "An invalid range, a range of an image, or a range with `raw`.",
-                    406: "`Accept: image/*` for a text file.",
-                }
+            (200, "text/plain"): examples.answer(
+                OpenApiTypes.STR, examples.RAW_TEXT, description="A text file."
+            ),
+            **examples.refusals(
+                examples.RANGE_INVALID,
+                examples.NO_CONVERSATION,
+                examples.NO_FILE,
+                examples.NOT_AN_IMAGE,
             ),
         },
     )
@@ -199,17 +192,14 @@ class FileView(JsonErrors):
             "Answers `201` with a `Location` when the file is new, `200` when it was replaced."
         ),
         parameters=[PATH],
-        request={JSON: FileTextSerializer, "multipart/form-data": FileUploadSerializer},
+        request={
+            JSON: examples.body(FileTextSerializer, examples.PUT_TEXT),
+            "multipart/form-data": examples.body(FileUploadSerializer, examples.PUT_UPLOAD),
+        },
         responses={
-            201: FileSerializer,
-            200: FileSerializer,
-            **_errors(
-                {
-                    400: "An invalid path, text too large or with NUL, or a rejected upload.",
-                    413: "The request body is too large.",
-                    415: "Neither JSON nor multipart.",
-                }
-            ),
+            201: examples.answer(FileSerializer, examples.FILE_CREATED),
+            200: examples.answer(FileSerializer, examples.FILE_REPLACED),
+            **examples.refusals(examples.TEXT_INVALID, examples.NO_CONVERSATION),
         },
     )
     def put(self, request: Request, conversation_id: uuid.UUID, path: str) -> Response:
@@ -245,14 +235,17 @@ class FileView(JsonErrors):
             "edits apply to text files only; a file may not grow past 1 MB."
         ),
         parameters=[PATH],
-        request=FileEditSerializer,
+        request=examples.body(
+            FileEditSerializer,
+            examples.EDIT_WRITE,
+            examples.EDIT_APPEND,
+            examples.EDIT_REPLACE,
+            examples.EDIT_MOVE,
+        ),
         responses={
-            200: FileEditedSerializer,
-            **_errors(
-                {
-                    400: "Invalid fields, an invalid regex, a text edit of an image, or too large.",
-                    409: "`move` onto another file's path.",
-                }
+            200: examples.answer(FileEditedSerializer, examples.EDITED, examples.REPLACED),
+            **examples.refusals(
+                examples.EDIT_INVALID, examples.NO_CONVERSATION, examples.NO_FILE, examples.EXISTS
             ),
         },
     )
@@ -273,7 +266,7 @@ class FileView(JsonErrors):
         operation_id="workspace_file_delete",
         summary="Delete a file",
         parameters=[PATH],
-        responses={204: None, **_errors({})},
+        responses={204: None, **examples.refusals(examples.NO_CONVERSATION, examples.NO_FILE)},
     )
     def delete(self, request: Request, conversation_id: uuid.UUID, path: str) -> Response:
         files.delete_file(user=request.user, conversation_id=conversation_id, path=path)

@@ -18,7 +18,6 @@ __all__ = [
     "FileDetailSerializer",
     "FileEditSerializer",
     "FileEditedSerializer",
-    "FileErrorSerializer",
     "FileListSerializer",
     "FileReadQuerySerializer",
     "FileSerializer",
@@ -247,16 +246,3 @@ def parse_edit(data: Any) -> FileEdit:
     serializer.is_valid(raise_exception=True)
     edit: FileEdit = serializer.edit()
     return edit
-
-
-class FileErrorSerializer(serializers.Serializer[Any]):
-    """The API's one error shape."""
-
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    # A declared field leaves ``Serializer.errors`` alone (the metaclass collects it).
-    errors = serializers.DictField(  # type: ignore[assignment]
-        child=serializers.JSONField(),
-        required=False,
-        help_text="Field → messages (nested for nested fields), on a validation error (400).",
-    )

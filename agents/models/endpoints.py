@@ -19,6 +19,7 @@ from ..validators import (
     validate_name_list,
     validate_positive,
 )
+from .prices import Prices, validate_prices
 
 
 class ProviderEndpoint(models.Model):
@@ -61,6 +62,15 @@ class ProviderEndpoint(models.Model):
     )
     max_retries = models.PositiveSmallIntegerField(
         "max retries", default=2, validators=[MaxValueValidator(10)]
+    )
+    prices = models.JSONField(
+        "prices",
+        default=dict,
+        blank=True,
+        validators=[validate_prices],
+        help_text="USD per million tokens, by model name: "
+        '{"gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075, '
+        '"cache_write": 0}}. A model without prices has no cost shown (not a cost of 0).',
     )
     created = models.DateTimeField("created", auto_now_add=True)
     updated = models.DateTimeField("updated", auto_now=True)
@@ -108,6 +118,13 @@ class ProviderEndpoint(models.Model):
             errors["base_url"] = "Put credentials in the key variable, not in the URL."
         if self.models is None:
             self.models = []
+        if self.prices is None:
+            self.prices = {}
+        listed = self.models if isinstance(self.models, list) else []
+        if listed and isinstance(self.prices, dict):
+            unlisted = sorted(set(self.prices) - set(listed))
+            if unlisted:
+                errors["prices"] = f"Prices name models this endpoint does not serve: {unlisted}."
         errors.update(self._profile_errors())
         if errors:
             raise ValidationError(errors)
@@ -134,6 +151,11 @@ class ProviderEndpoint(models.Model):
             if missing:
                 errors["models"] = f"Profiles use models missing from the list: {missing}."
         return errors
+
+    def price_of(self, model: str) -> Prices | None:
+        """The prices of ``model`` here (``None``: not priced)."""
+        prices = self.prices.get(model) if isinstance(self.prices, dict) else None
+        return prices if isinstance(prices, dict) and prices else None
 
     def api_key_problem(self) -> str | None:
         """Why ``api_key_env`` may not be read (``key_variable_problem``), or ``None``."""

@@ -47,6 +47,7 @@ from orkestrel.protocol import (
     UsageFrame,
     WaitFrame,
     call_payload,
+    context_payload,
     encode,
     result_payload,
     tool_payload,
@@ -57,6 +58,7 @@ from orkestrel.providers.base import CallDelta, HttpProvider
 from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.client_tools import HANDOFF_STOP
 from ..runtime.session import ChatSession
+from ..runtime.usage import UsageRecorder
 from .inbox import Inbox, Turned, append_pending
 from .lifecycle import Executing, Lifecycle, RequestStarted
 from .pacing import Pacer
@@ -123,6 +125,8 @@ class ActiveRun:
     task: asyncio.Task[None] | None = None
     # The conversation's cumulative usage, as of the start of the run plus this run's calls.
     total: TokenUsage = field(default_factory=TokenUsage)
+    # This run's own usage so far (its cost is priced from it).
+    spent: TokenUsage | None = None
     _tokens: list[str] = field(default_factory=list)
     _thoughts: list[str] = field(default_factory=list)
     # Pieces of tool calls the model is writing, sent at most once a tick.
@@ -411,10 +415,13 @@ class ActiveRun:
                 # A request's usage comes as it ends (before its calls run).
                 lifecycle.request_done(chunk.usage)
                 self.total = self.total + chunk.usage
+                self.spent = chunk.usage if self.spent is None else self.spent + chunk.usage
+                spec = self.session.spec
+                prices = UsageRecorder.for_spec(spec)
                 self.emit(
                     UsageFrame,
-                    usage=usage_payload(chunk.usage),
-                    total=usage_payload(self.total),
+                    usage=usage_payload(chunk.usage, prices.cost(chunk.usage)),
+                    total=usage_payload(self.total, prices.cost_after(spec.cost, self.spent)),
                     context=self._context(),
                 )
 
@@ -439,9 +446,19 @@ class ActiveRun:
                 turned.done.set_result(None)
 
     def _context(self) -> ContextPayload:
+        """The meter: the provider's count of the latest call's prompt, else the estimate.
+
+        ``total`` has each call's usage folded in before the meter is read, and keeps that
+        call's prompt (``latest_prompt``; ``None`` until the run's first report). The same
+        count is stored with the conversation's usage, so a reload reads the same.
+        """
+        window = self.session.spec.profile.context_window
+        reported = self.total.latest_prompt
+        if reported:
+            return context_payload(window, reported)
         agent = self.session.agent
-        used = estimate_messages(agent.context.build(agent.provider.format))
-        return {"used": used, "window": self.session.spec.profile.context_window}
+        estimate = estimate_messages(agent.context.build(agent.provider.format))
+        return context_payload(window, estimate=estimate)
 
     async def _commit(
         self, usage: TokenUsage | None = None, then: Callable[[], None] | None = None
@@ -543,6 +560,10 @@ class ActiveRun:
                     self.emit(ExhaustFrame, limit=self.session.agent.limit)
                 payload = result_payload(done)
                 payload["stop"] = stop
+                if done.usage is not None:
+                    # The answer's cost, shown with it.
+                    cost = UsageRecorder.for_spec(self.session.spec).cost(done.usage)
+                    payload["usage"] = usage_payload(done.usage, cost)
                 self.emit(FinishFrame, result=payload, context=self._context())
             else:
                 message = str(error) or type(error).__name__

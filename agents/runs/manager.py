@@ -24,6 +24,7 @@ from orkestrel.protocol import ApprovalFrame, PendingFrame, encode
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
 from ..runtime.summarizer import make_summarizer
+from ..runtime.usage import UsageRecorder
 from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
 from .errors import Busy, NothingPending, NotPaused, StartFailed, TooManyRuns
@@ -230,7 +231,9 @@ class RunManager:
             if focus:
                 conversation = session.conversations.add(
                     snapshot=conversation.snapshot(),
-                    summarize=make_summarizer(session.agent.provider, focus),
+                    summarize=make_summarizer(
+                        session.agent.provider, focus, UsageRecorder.for_spec(session.spec)
+                    ),
                 )
             # A manual fold keeps only the latest exchange verbatim: the user asked for room.
             section = await conversation.compact(keep=MANUAL_KEEP)

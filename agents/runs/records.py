@@ -23,13 +23,14 @@ from orkestrel.core import (
     TokenUsage,
     create_conversation,
 )
-from orkestrel.protocol import MessagePayload
+from orkestrel.protocol import MessagePayload, UsagePayload, usage_payload
 from workspaces.stores import DjangoWorkspaceStore
 
 from ..models import AgentProfile
 from ..runtime.client_tools import PENDING_CONTENT
 from ..runtime.overrides import RunOverrides
 from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec
+from ..runtime.usage import usage_columns
 from .errors import (
     AwaitingApproval,
     Busy,
@@ -127,7 +128,7 @@ class RunRecord:
     error: str
     content: str
     thinking: str
-    usage: dict[str, int]
+    usage: UsagePayload
     created: datetime
     started: datetime | None
     finished: datetime | None
@@ -146,11 +147,7 @@ def owned_run(user_id: int, run_id: int) -> RunRecord | None:
         error=run.error,
         content=run.content,
         thinking=run.thinking,
-        usage={
-            "prompt": run.usage_prompt,
-            "completion": run.usage_completion,
-            "total": run.usage_total,
-        },
+        usage=usage_payload(run.token_usage(), run.cost),
         created=run.created,
         started=run.started,
         finished=run.finished,
@@ -211,11 +208,8 @@ def finish_run(
             thinking=result.thinking or "",
         )
         if result.usage is not None:
-            fields.update(
-                usage_prompt=result.usage.prompt,
-                usage_completion=result.usage.completion,
-                usage_total=result.usage.total,
-            )
+            # Its cost is written beside the conversation's, where the prices are known.
+            fields.update(usage_columns(result.usage))
     Run.objects.filter(id=run_id).update(**fields)
 
 

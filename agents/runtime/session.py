@@ -10,9 +10,8 @@ from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 
-from conversations.models import AuthorityDecision, Conversation, ToolFailure
+from conversations.models import AuthorityDecision, Run, ToolFailure
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
     Agent,
@@ -50,6 +49,7 @@ from .session_workspaces import SessionWorkspaces, WorkspaceChanges
 from .spec import LoadedSession, RuntimeSpec, load_session
 from .summarizer import make_summarizer
 from .toolset import build_tool_manager
+from .usage import UsageRecorder
 
 __all__ = ["ChatSession"]
 
@@ -197,7 +197,8 @@ class ChatSession:
         provider = provider_for(spec.endpoint, spec.model_name, overrides.sampling)
         conversation_store = DjangoConversationStore(owner=spec.user_id)
         conversations = ConversationManager(
-            summarize=make_summarizer(provider),
+            # The summaries' usage counts as the conversation's (and costs).
+            summarize=make_summarizer(provider, usage=UsageRecorder.for_spec(spec)),
             keep=profile.keep,
             sections=profile.sections_cap,
             store=conversation_store,
@@ -313,7 +314,8 @@ class ChatSession:
         return after() if after is not None else None
 
     def _write_rows(self, changes: Changes) -> None:
-        """The run's own rows: authority decisions, tool failures, the conversation's usage."""
+        """The run's own rows: authority decisions, tool failures, the conversation's usage
+        and cost (and the run's cost), the context meter's latest reading."""
         decisions, usage = changes.decisions, changes.usage
         if decisions:
             # A rule deleted mid-run must not fail the commit (and lose the turn): lock the
@@ -356,11 +358,12 @@ class ChatSession:
                 ignore_conflicts=True,
             )
         if usage is not None and usage.total:
-            Conversation.objects.filter(id=self.conversation_id).update(
-                usage_prompt=F("usage_prompt") + usage.prompt,
-                usage_completion=F("usage_completion") + usage.completion,
-                usage_total=F("usage_total") + usage.total,
-            )
+            snapshot = changes.snapshot
+            sections = len(snapshot["sections"]) if snapshot is not None else None
+            cost = UsageRecorder.for_spec(self.spec).add(usage, sections)
+            if cost is not None and self.run_id is not None:
+                # Only here are the model's prices known; ``finish_run`` writes the counters.
+                Run.objects.filter(id=self.run_id).update(cost=cost)
 
 
 def _rule_label(rule: AuthorityRule | None, decision: Decision) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -59,6 +60,7 @@ class RuntimeSpec:
     # The conversation's title and cumulative usage as loaded (for the run's first frames).
     title: str = ""
     usage: TokenUsage = field(default_factory=TokenUsage)
+    cost: Decimal | None = None
 
 
 def _profile_for(conversation: Conversation, user_id: int) -> AgentProfile:
@@ -139,9 +141,8 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         thinking=conversation.thinking or profile.thinking,
         read_only=conversation.read_only or profile.read_only,
         title=conversation.title,
-        usage=TokenUsage(
-            conversation.usage_prompt, conversation.usage_completion, conversation.usage_total
-        ),
+        usage=conversation.token_usage(),
+        cost=conversation.cost,
     )
 
 

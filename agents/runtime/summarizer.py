@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orkestrel.core import AbortSignal, ConversationSummarizer, Message, Provider, mint_id
+from orkestrel.core import (
+    AbortSignal,
+    ConversationSummarizer,
+    Message,
+    Provider,
+    mint_id,
+    sanitize_usage,
+)
+from orkestrel.db import in_thread
+
+from .usage import UsageRecorder
 
 __all__ = ["SUMMARY_INSTRUCTION", "SUMMARY_TIMEOUT", "make_summarizer"]
 
@@ -15,8 +25,14 @@ SUMMARY_INSTRUCTION = (
 )
 
 
-def make_summarizer(provider: Provider, focus: str | None = None) -> ConversationSummarizer:
-    """A summarizer calling ``provider``; ``focus`` says what the summary must keep (seed 004)."""
+def make_summarizer(
+    provider: Provider, focus: str | None = None, usage: UsageRecorder | None = None
+) -> ConversationSummarizer:
+    """A summarizer calling ``provider``; ``focus`` says what the summary must keep (seed 004).
+
+    With ``usage`` each summary's reported usage is added to the conversation's (and so its
+    cost): compaction spends tokens like any answer.
+    """
     instruction = SUMMARY_INSTRUCTION
     if focus:
         instruction += f" Focus on: {focus}"
@@ -26,6 +42,9 @@ def make_summarizer(provider: Provider, focus: str | None = None) -> Conversatio
         # prompt ends on an assistant turn.
         prompt = [*messages, Message(mint_id(), "user", instruction)]
         result = await provider.generate(prompt, AbortSignal.timeout(SUMMARY_TIMEOUT))
+        if usage is not None and result.usage is not None and result.usage.total:
+            # Counters and cost only: a summary's prompt is not the conversation's context.
+            await in_thread(usage.add)(sanitize_usage(result.usage))
         return result.content.strip()
 
     return summarize

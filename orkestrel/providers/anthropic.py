@@ -27,7 +27,7 @@ from orkestrel.core.provider import (
     ThinkingLevel,
     ToolDefinition,
 )
-from orkestrel.core.usage import TokenUsage
+from orkestrel.core.usage import sanitize_usage
 
 from .base import ErrorFactory, HttpProvider, HttpProviderOptions, PendingCall, Turn
 from .wire import decode_json, link_tool_messages, think_level, to_image
@@ -53,7 +53,16 @@ _BlockKind = Literal["text", "thinking", "redacted", "json", "tool", "other"]
 
 
 class _AnthropicTurn(Turn):
-    __slots__ = ("_input", "_output", "answer", "blocks", "kinds", "schema")
+    __slots__ = (
+        "_cache_read",
+        "_cache_write",
+        "_input",
+        "_output",
+        "answer",
+        "blocks",
+        "kinds",
+        "schema",
+    )
 
     def __init__(self, error: ErrorFactory, schema: bool) -> None:
         super().__init__(error)
@@ -64,6 +73,8 @@ class _AnthropicTurn(Turn):
         self.answer: list[str] | None = None
         self._input = 0
         self._output = 0
+        self._cache_read = 0
+        self._cache_write = 0
 
     def feed(self, payload: bytes, out: list[ProviderStreamItem]) -> None:
         try:
@@ -159,14 +170,21 @@ class _AnthropicTurn(Turn):
         if not usage:
             return
         if usage.get("input_tokens") is not None:
-            self._input = (
-                (usage.get("input_tokens") or 0)
-                + (usage.get("cache_creation_input_tokens") or 0)
-                + (usage.get("cache_read_input_tokens") or 0)
-            )
+            # ``input_tokens`` leaves the cached input out; ours counts all of it.
+            self._cache_read = usage.get("cache_read_input_tokens") or 0
+            self._cache_write = usage.get("cache_creation_input_tokens") or 0
+            self._input = (usage.get("input_tokens") or 0) + self._cache_read + self._cache_write
         if usage.get("output_tokens") is not None:
             self._output = usage["output_tokens"]
-        self.usage = TokenUsage(self._input, self._output, self._input + self._output)
+        self.usage = sanitize_usage(
+            {
+                "prompt": self._input,
+                "completion": self._output,
+                "total": self._input + self._output,
+                "cache_read": self._cache_read,
+                "cache_write": self._cache_write,
+            }
+        )
 
     def content(self) -> str:
         if self.answer is not None:

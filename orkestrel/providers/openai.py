@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final, Unpack
 
 from orkestrel.core.messages import Message
@@ -20,7 +21,7 @@ from orkestrel.core.provider import (
     ThinkingLevel,
     ToolDefinition,
 )
-from orkestrel.core.usage import sanitize_usage
+from orkestrel.core.usage import TokenUsage, sanitize_usage
 
 from .base import HttpProvider, HttpProviderOptions, PendingCall, Turn
 from .wire import decode_json, link_tool_messages, think_level, to_image
@@ -79,16 +80,7 @@ class _OpenAITurn(Turn):
                 self.stop = finish
         usage = event.get("usage")
         if usage:
-            prompt = usage.get("prompt_tokens", 0)
-            completion = usage.get("completion_tokens", 0)
-            total = usage.get("total_tokens")
-            self.usage = sanitize_usage(
-                {
-                    "prompt": prompt,
-                    "completion": completion,
-                    "total": prompt + completion if total is None else total,
-                }
-            )
+            self.usage = _usage(usage)
         error = event.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else error
@@ -249,3 +241,25 @@ class OpenAIProvider(HttpProvider):
         if options.schema is not None:
             body["response_format"] = _response_format(options.schema)
         return body
+
+
+def _usage(usage: dict[str, Any]) -> TokenUsage:
+    """The wire's usage: cached input (``cache_write_tokens``: OpenRouter's) and reasoning are
+    in its ``*_details``, subsets of ``prompt_tokens`` and ``completion_tokens``."""
+    inputs = usage.get("prompt_tokens_details")
+    outputs = usage.get("completion_tokens_details")
+    inputs = inputs if type(inputs) is dict else {}
+    outputs = outputs if type(outputs) is dict else {}
+    clean = sanitize_usage(
+        {
+            "prompt": usage.get("prompt_tokens"),
+            "completion": usage.get("completion_tokens"),
+            "total": usage.get("total_tokens"),
+            "cache_read": inputs.get("cached_tokens"),
+            "cache_write": inputs.get("cache_write_tokens"),
+            "reasoning": outputs.get("reasoning_tokens"),
+        }
+    )
+    if usage.get("total_tokens") is None:
+        clean = replace(clean, total=clean.prompt + clean.completion)
+    return clean

@@ -113,14 +113,36 @@ function setStreaming(streaming) {
 
 // -- usage and context ----------------------------------------------------------------------
 
-function showUsage(usage) {
+function showUsage(usage, answer) {
+  // `usage` is the conversation's; `answer`, when given, one run's (its cost is shown apart).
+  const dollars = (cost) => {
+    if (cost === null || cost === undefined) return "";
+    const value = Number(cost);
+    const digits = value >= 1 || value === 0 ? { maximumFractionDigits: 2 } : { maximumSignificantDigits: 2 };
+    return value.toLocaleString("en-US", { style: "currency", currency: "USD", ...digits });
+  };
+  const slot = (name) => {
+    let node = usageBox.querySelector(`.usage-${name}`);
+    if (!node) {
+      node = document.createElement("span");
+      node.className = `usage-${name}`;
+      usageBox.append(" ", node);
+    }
+    return node;
+  };
+  if (answer) slot("answer").textContent = answer.cost == null ? "" : `this answer ${dollars(answer.cost)}`;
   if (!usage) return;
-  for (const key of ["total", "prompt", "completion"]) {
+  for (const key of ["total", "prompt", "completion", "cache_read", "cache_write", "reasoning"]) {
     const value = Number(usage[key]) || 0;
     usageBox.dataset[key] = String(value);
-    const slot = usageBox.querySelector(`.usage-${key}`);
-    if (slot) slot.textContent = String(value);
+    const node = usageBox.querySelector(`.usage-${key}`);
+    if (node) node.textContent = String(value);
   }
+  // Cached input and reasoning are parts of prompt and completion: told on hover.
+  const { cache_read: read, cache_write: write, reasoning } = usageBox.dataset;
+  usageBox.title = `cache read ${read}, cache write ${write}, reasoning ${reasoning}`;
+  usageBox.dataset.cost = usage.cost ?? "";
+  slot("cost").textContent = usage.cost == null ? "" : `· ${dollars(usage.cost)}`;
 }
 
 function showContext(context) {
@@ -129,6 +151,7 @@ function showContext(context) {
   const windowSize = context.window === null || context.window === undefined ? null : Number(context.window);
   contextBox.dataset.used = String(used);
   contextBox.dataset.window = windowSize === null ? "" : String(windowSize);
+  contextBox.dataset.approximate = context.approximate ? "true" : "false";
   contextBox.hidden = !windowSize;
   if (!windowSize) return;
   const meter = contextBox.querySelector("meter");
@@ -137,7 +160,8 @@ function showContext(context) {
   meter.high = Math.round(windowSize * 0.9);
   meter.optimum = 0;
   meter.value = Math.min(used, windowSize);
-  contextBox.querySelector(".context-used").textContent = String(used);
+  // An estimate reads as one: the provider has not counted this history.
+  contextBox.querySelector(".context-used").textContent = `${context.approximate ? "≈" : ""}${used}`;
   contextBox.querySelector(".context-window").textContent = String(windowSize);
 }
 
@@ -444,6 +468,7 @@ const handlers = {
       note = "The agent reached its step limit before finishing.";
     }
     if (run) run.finish(result, note);
+    showUsage(null, result.usage);
     if (result.partial) showRunNote({ id: frame.run, status: "partial", stop_reason: run?.aborted || result.stop });
     // The meter follows the history even when the model reported no usage (a stopped turn).
     showContext(frame.context);

@@ -65,3 +65,20 @@ def test_estimate_messages_is_total_for_circular_arguments():
     circular["self"] = circular
     message = Message("1", "assistant", "", calls=(ToolCall("c", "t", circular),))
     assert estimate_messages([message]) > MESSAGE_TOKEN_OVERHEAD
+
+
+def test_usage_sums_every_counter_and_keeps_the_latest_prompt():
+    first = sanitize_usage(TokenUsage(100, 20, 120, cache_read=80, reasoning=5))
+    second = sanitize_usage(TokenUsage(150, 10, 160, cache_read=100, cache_write=40))
+    both = first + second
+    assert both == TokenUsage(250, 30, 280, cache_read=180, cache_write=40, reasoning=5)
+    # A snapshot, not a counter: the context the provider counted at the later request.
+    assert (first.latest_prompt, both.latest_prompt) == (100, 150)
+    assert both.to_dict() == {
+        "prompt": 250,
+        "completion": 30,
+        "total": 280,
+        "cache_read": 180,
+        "cache_write": 40,
+        "reasoning": 5,
+    }

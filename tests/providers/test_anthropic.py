@@ -156,7 +156,7 @@ async def test_thinking_text_and_a_split_tool_use_assemble_into_one_result(
                 {"location": "San Francisco, CA", "unit": "fahrenheit"},
             ),
         ),
-        TokenUsage(480, 89, 569),
+        TokenUsage(480, 89, 569, cache_read=8),
         "tool_use",
     )
     body = stub.requests[0].json()
@@ -351,3 +351,29 @@ def test_thinking_budgets_can_be_overridden_but_not_below_the_api_minimum() -> N
         AnthropicProvider(model="m", thinking_budgets={"extreme": 2048})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="max_tokens"):
         AnthropicProvider(model="m", max_tokens=0)
+
+
+async def test_cache_reads_and_writes_are_counted_and_included_in_the_input(
+    stub: StubServer,
+) -> None:
+    # ``input_tokens`` leaves the cached input out: the prompt is all three together.
+    start_event = message_start(21)
+    start_event["message"]["usage"].update(
+        cache_creation_input_tokens=188, cache_read_input_tokens=1024
+    )
+    stub.enqueue(
+        Reply(
+            sse(
+                start_event,
+                start(0, {"type": "text", "text": ""}),
+                delta(0, type="text_delta", text="Hi"),
+                stop(0),
+                *message_end("end_turn", 393),
+                named=True,
+            )
+        )
+    )
+    _, result = await collect(provider(stub))
+    assert result.usage == TokenUsage(
+        1233, 393, 1626, cache_read=1024, cache_write=188, reasoning=0
+    )

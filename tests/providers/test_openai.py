@@ -365,3 +365,21 @@ async def test_fragments_without_an_index_open_a_call_per_new_id(stub: StubServe
     )
     _, result = await collect(provider(stub))
     assert result.tools == (ToolCall("a", "f", {"x": 1}), ToolCall("b", "g", {}))
+
+
+async def test_cached_input_and_reasoning_are_counted_from_the_usage_details(
+    stub: StubServer,
+) -> None:
+    # OpenAI's shape: the details are subsets of prompt_tokens and completion_tokens.
+    usage = usage_chunk(2006, 300)
+    usage["usage"]["prompt_tokens_details"] = {"cached_tokens": 1920, "audio_tokens": 0}
+    usage["usage"]["completion_tokens_details"] = {
+        "reasoning_tokens": 192,
+        "audio_tokens": 0,
+        "accepted_prediction_tokens": 0,
+        "rejected_prediction_tokens": 0,
+    }
+    stub.enqueue(Reply(sse(chunk({"content": "Hi"}), chunk({}, "stop"), usage, done=True)))
+    _, result = await collect(provider(stub))
+    assert result.usage == TokenUsage(2006, 300, 2306, cache_read=1920, reasoning=192)
+    assert result.usage is not None and result.usage.latest_prompt == 2006

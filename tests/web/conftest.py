@@ -1,12 +1,14 @@
 """Shared by the Django tests: agent jobs run in the test's own process; a loopback model
-server."""
+server, and a profile whose model it plays."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from agents.models import AgentProfile, ProviderEndpoint, Tool
 from tests.providers.server import StubServer
 
 
@@ -26,3 +28,19 @@ def stub() -> Iterator[StubServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def editor(stub: StubServer) -> Callable[..., AgentProfile]:
+    """``editor(**fields)``: the ``editor`` profile, with the workspace tool, on a model the
+    ``stub`` server plays (the OpenAI wire); ``fields`` set more (an authority policy)."""
+
+    def make(**fields: Any) -> AgentProfile:
+        ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
+        profile = AgentProfile.objects.create(
+            slug="editor", name="Editor", model="stub/m", **fields
+        )
+        profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
+        return profile
+
+    return make

@@ -8,22 +8,20 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
 from agents.authority import NO_APPROVER, PolicyAuthority
-from agents.models import AgentProfile, AuthorityPolicy, AuthorityRule, ProviderEndpoint, Tool
-from agents.routing import websocket_urlpatterns
+from agents.models import AgentProfile, AuthorityPolicy, AuthorityRule
 from agents.runs import RunManager, RunService
 from conversations.approvals import Decision
 from conversations.models import Conversation, Run, ToolApproval
 from orkestrel.core import ToolCall
 from tests.providers.turns import reply
 
+from .sockets import connect, until
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ORIGIN = [(b"origin", b"http://testserver")]
 WRITE = {"operation": "write", "path": "a.md", "content": "A"}
 REMOVE = {"operation": "remove", "path": "b.md"}
 
@@ -43,32 +41,9 @@ def policy() -> AuthorityPolicy:
 
 
 @pytest.fixture
-def chat(user, stub, policy) -> Conversation:
-    ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
-    profile = AgentProfile.objects.create(
-        slug="editor", name="Editor", model="stub/m", authority_policy=policy
-    )
-    profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
+def chat(user, editor, policy) -> Conversation:
+    profile = editor(authority_policy=policy)
     return Conversation.objects.create(owner=user, title="Notes", profile=profile)
-
-
-async def connect(user, conversation) -> tuple[WebsocketCommunicator, dict]:
-    socket = WebsocketCommunicator(
-        URLRouter(websocket_urlpatterns), f"/ws/conversations/{conversation.id}/", headers=ORIGIN
-    )
-    socket.scope["user"] = user
-    connected, code = await socket.connect()
-    assert connected, code
-    return socket, await socket.receive_json_from(timeout=5)
-
-
-async def until(socket: WebsocketCommunicator, kind: str, **match) -> list[dict]:
-    frames = []
-    while True:
-        frame = await socket.receive_json_from(timeout=5)
-        frames.append(frame)
-        if frame["type"] == kind and all(frame.get(k) == v for k, v in match.items()):
-            return frames
 
 
 def tool_results(request) -> dict[str, str]:

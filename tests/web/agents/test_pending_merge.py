@@ -7,13 +7,11 @@ import threading
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
-from agents.models import AgentProfile, ProviderEndpoint, Tool
-from agents.routing import websocket_urlpatterns
 from conversations.models import Conversation, Message, PendingMessage, Run
 from tests.providers.turns import reply
+
+from .sockets import connect, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,18 +19,8 @@ LIST = {"operation": "list"}
 
 
 @pytest.fixture
-def chat(user, stub) -> Conversation:
-    ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
-    profile = AgentProfile.objects.create(slug="editor", name="Editor", model="stub/m")
-    profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
-    return Conversation.objects.create(owner=user, title="Notes", profile=profile)
-
-
-async def until(socket: WebsocketCommunicator, kind: str) -> list[dict]:
-    frames = []
-    while not frames or frames[-1]["type"] != kind:
-        frames.append(await socket.receive_json_from(timeout=5))
-    return frames
+def chat(user, editor) -> Conversation:
+    return Conversation.objects.create(owner=user, title="Notes", profile=editor())
 
 
 async def test_messages_sent_during_a_turn_join_the_next_request_of_the_same_run(
@@ -43,14 +31,7 @@ async def test_messages_sent_during_a_turn_join_the_next_request_of_the_same_run
         reply("openai", calls=[("c1", "workspace", LIST)], gate=gate),
         reply("openai", ["Both answered."]),
     )
-    socket = WebsocketCommunicator(
-        URLRouter(websocket_urlpatterns),
-        f"/ws/conversations/{chat.id}/",
-        headers=[(b"origin", b"http://testserver")],
-    )
-    socket.scope["user"] = user
-    assert (await socket.connect())[0]
-    await socket.receive_json_from(timeout=5)
+    socket, _ = await connect(user, chat)
     await socket.send_json_to({"type": "send", "content": "list my files"})
     await until(socket, "started")
     # The first turn is still streaming: these wait as pending.

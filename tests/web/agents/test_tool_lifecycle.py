@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 
-from agents.models import AgentProfile, ProviderEndpoint, Tool
-from agents.routing import websocket_urlpatterns
 from conversations.models import Conversation
 from tests.providers.turns import reply
+
+from .sockets import connect, until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,11 +19,8 @@ LIST = {"operation": "list"}
 
 
 @pytest.fixture
-def chat(user, stub) -> Conversation:
-    ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
-    profile = AgentProfile.objects.create(slug="editor", name="Editor", model="stub/m")
-    profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
-    return Conversation.objects.create(owner=user, title="Notes", profile=profile)
+def chat(user, editor) -> Conversation:
+    return Conversation.objects.create(owner=user, title="Notes", profile=editor())
 
 
 async def test_a_call_is_seen_written_then_running_then_with_its_result(user, chat, stub, manager):
@@ -33,18 +28,9 @@ async def test_a_call_is_seen_written_then_running_then_with_its_result(user, ch
         reply("openai", calls=[("c1", "workspace", LIST), ("c2", "workspace", WRITE)]),
         reply("openai", ["Done."]),
     )
-    socket = WebsocketCommunicator(
-        URLRouter(websocket_urlpatterns),
-        f"/ws/conversations/{chat.id}/",
-        headers=[(b"origin", b"http://testserver")],
-    )
-    socket.scope["user"] = user
-    assert (await socket.connect())[0]
-    await socket.receive_json_from(timeout=5)
+    socket, _ = await connect(user, chat)
     await socket.send_json_to({"type": "send", "content": "write"})
-    frames = []
-    while not frames or frames[-1]["type"] != "finish":
-        frames.append(await socket.receive_json_from(timeout=5))
+    frames = await until(socket, "finish")
     await socket.disconnect()
 
     written: dict[int, str] = {}
@@ -76,18 +62,9 @@ async def test_blocks_and_requests_frame_the_deltas_of_every_model_request(
         reply("openai", ["Let me ", "look."], calls=[("c1", "workspace", LIST)]),
         reply("openai", ["Done."]),
     )
-    socket = WebsocketCommunicator(
-        URLRouter(websocket_urlpatterns),
-        f"/ws/conversations/{chat.id}/",
-        headers=[(b"origin", b"http://testserver")],
-    )
-    socket.scope["user"] = user
-    assert (await socket.connect())[0]
-    await socket.receive_json_from(timeout=5)
+    socket, _ = await connect(user, chat)
     await socket.send_json_to({"type": "send", "content": "look"})
-    frames = []
-    while not frames or frames[-1]["type"] != "finish":
-        frames.append(await socket.receive_json_from(timeout=5))
+    frames = await until(socket, "finish")
     await socket.disconnect()
 
     framing = {"request_start", "request_done", "block_start", "block_end", "tool_execute"}

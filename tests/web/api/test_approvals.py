@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from agents.models import AgentProfile, AuthorityPolicy, AuthorityRule, ProviderEndpoint, Tool
+from agents.models import AuthorityPolicy, AuthorityRule
 from agents.runs import run_manager
 from conversations.models import AuthorityDecision, Conversation, Run, ToolApproval
 from tests.providers.turns import reply
@@ -37,12 +37,8 @@ def policy() -> AuthorityPolicy:
 
 
 @pytest.fixture
-def chat(alice, stub, policy) -> Conversation:
-    ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
-    profile = AgentProfile.objects.create(
-        slug="editor", name="Editor", model="stub/m", authority_policy=policy
-    )
-    profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
+def chat(alice, editor, policy) -> Conversation:
+    profile = editor(authority_policy=policy)
     return Conversation.objects.create(owner=alice, title="Notes", profile=profile)
 
 

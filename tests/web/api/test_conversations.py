@@ -26,7 +26,15 @@ def test_create_uses_the_default_profile_and_answers_the_body(api, alice, demo):
     assert response.status_code == 201
     body = response.json()
     assert body["title"] == "Trip plans" and body["profile"] == demo.slug
-    assert body["usage"] == {"prompt": 0, "completion": 0, "total": 0}
+    assert body["usage"] == {
+        "prompt": 0,
+        "completion": 0,
+        "total": 0,
+        "cache_read": 0,
+        "cache_write": 0,
+        "reasoning": 0,
+        "cost": None,
+    }
     assert body["context"]["window"] == demo.context_window
     assert Conversation.objects.get(pk=body["id"]).owner == alice
 

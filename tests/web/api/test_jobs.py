@@ -82,7 +82,15 @@ async def test_post_answers_202_with_the_stored_job_then_it_runs_to_its_result(
     assert done["status"] == "done" and done["attempts"] == 1
     assert done["result"]["content"].startswith("You said: hello job")
     assert done["result"]["stop"] == "done" and done["result"]["partial"] is False
-    assert set(done["result"]["usage"]) == {"prompt", "completion", "total"}
+    assert set(done["result"]["usage"]) == {
+        "prompt",
+        "completion",
+        "total",
+        "cache_read",
+        "cache_write",
+        "reasoning",
+        "cost",
+    }
     assert done["started"] is not None and done["finished"] is not None
 
 

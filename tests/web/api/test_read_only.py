@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from agents.models import AgentProfile, ProviderEndpoint, Tool
+from agents.models import AgentProfile
 from conversations.models import AuthorityDecision, Conversation, Message
 from orkestrel.core.dispatch import READ_ONLY_REFUSAL
 from tests.providers.turns import reply
@@ -19,12 +19,9 @@ LIST = {"operation": "list"}
 
 
 @pytest.fixture
-def chat(alice, stub) -> Conversation:
+def chat(alice, editor) -> Conversation:
     """Alice's conversation on a profile with the workspace tool, its model the stub."""
-    ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
-    profile = AgentProfile.objects.create(slug="editor", name="Editor", model="stub/m")
-    profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
-    return Conversation.objects.create(owner=alice, title="Notes", profile=profile)
+    return Conversation.objects.create(owner=alice, title="Notes", profile=editor())
 
 
 async def turn(key: str, conversation: Conversation, text: str) -> int:

@@ -9,7 +9,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from agents.models import AgentProfile, ProviderEndpoint, Tool
 from conversations.models import Conversation
 from tests.providers.turns import reply
 from workspaces.models import Workspace
@@ -19,11 +18,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def chat(alice, stub) -> Conversation:
-    ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=f"{stub.url}/v1")
-    profile = AgentProfile.objects.create(slug="editor", name="Editor", model="stub/m")
-    profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
-    return Conversation.objects.create(owner=alice, title="Notes", profile=profile)
+def chat(alice, editor) -> Conversation:
+    return Conversation.objects.create(owner=alice, title="Notes", profile=editor())
 
 
 @sync_to_async

@@ -75,7 +75,15 @@ def test_state_has_the_documented_shape(alice, default_profile, add_message):
         user=alice, conversation_id=conversation.pk, section_id="s1"
     )
     assert [m["id"] for m in originals] == ["o1"]
-    assert state["usage"] == {"prompt": 30, "completion": 12, "total": 42}
+    assert state["usage"] == {
+        "prompt": 30,
+        "completion": 12,
+        "total": 42,
+        "cache_read": 0,
+        "cache_write": 0,
+        "reasoning": 0,
+        "cost": None,
+    }
     assert state["context"]["window"] == 8000
     assert state["denials"] == {}
 
@@ -96,7 +104,18 @@ def test_state_context_used_is_the_kit_estimate_of_the_live_view(alice, add_mess
         ]
     )
     state = services.conversation_state(user=alice, conversation_id=conversation.pk)
-    assert state["context"] == {"used": expected, "window": None}
+    assert state["context"] == {"used": expected, "window": None, "approximate": True}
+
+
+def test_state_context_is_the_reported_prompt_until_a_fold_comes_after_it(alice, add_message):
+    conversation = Conversation.objects.create(owner=alice, context_tokens=900, context_sections=0)
+    add_message(conversation, "user", "hello there")
+    state = services.conversation_state(user=alice, conversation_id=conversation.pk)
+    assert state["context"] == {"used": 900, "window": None, "approximate": False}
+    # A fold since: the count is of a history that is gone, the estimate stands in for it.
+    Section.objects.create(conversation=conversation, section_id="s1", position=0, summary="r")
+    state = services.conversation_state(user=alice, conversation_id=conversation.pk)
+    assert state["context"]["approximate"] is True and state["context"]["used"] < 900
 
 
 def test_state_reports_denied_calls(alice, add_message):
