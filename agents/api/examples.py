@@ -551,7 +551,7 @@ AFTER_INVALID = invalid("Not an event id", after=["Must be an event id (an integ
 
 # -- workspace files ------------------------------------------------------------------------------
 
-TODO = "# To do\n\n- book the flight\n- pack\n"
+PACKING_LIST = "# To do\n\n- book the flight\n- pack\n"
 FILE_VALUE = {
     "path": "notes/todo.md",
     "kind": "text",
@@ -578,7 +578,7 @@ FILES = example(
         ]
     },
 )
-FILE_TEXT = example("A text file", {**FILE_VALUE, "text": TODO})
+FILE_TEXT = example("A text file", {**FILE_VALUE, "text": PACKING_LIST})
 FILE_SPAN = example(
     "Lines 3 to 3",
     {
@@ -587,7 +587,7 @@ FILE_SPAN = example(
         "range": {"start": {"line": 3, "column": 1}, "end": {"line": 3, "column": 18}},
     },
 )
-RAW_TEXT = example("`raw=true` of a text file", TODO)
+RAW_TEXT = example("`raw=true` of a text file", PACKING_LIST)
 RANGE_INVALID = invalid(
     "A line before the first", start_line=["Ensure this value is greater than or equal to 1."]
 )
@@ -598,7 +598,7 @@ NOT_AN_IMAGE = Refusal(
     detail="'notes/todo.md' is a text file; ask for JSON or `?raw=true`.",
     code="not_acceptable",
 )
-PUT_TEXT = example("Text", {"text": TODO})
+PUT_TEXT = example("Text", {"text": PACKING_LIST})
 PUT_UPLOAD = example("An upload", {"file": "(the file's bytes)"})
 FILE_CREATED = example("Created", {**FILE_VALUE, "state": "created"})
 FILE_REPLACED = example("Replaced", FILE_VALUE)
