@@ -181,7 +181,7 @@ def decide(
     operator, or the edited arguments do not fit.
     """
     with transaction.atomic():
-        rows = ToolApproval.objects.select_for_update().filter(pk=approval_id)
+        rows = ToolApproval.objects.select_for_update(of=("self",)).filter(pk=approval_id)
         if not operator:
             rows = rows.filter(conversation__owner_id=user_id)
         row = rows.first()
@@ -281,7 +281,7 @@ def take_decisions(run_id: int) -> list[Decided] | None:
     if not Run.objects.filter(pk=run_id, status=AWAITING).update(status=Run.Status.DONE):
         return None
     rows = list(
-        ToolApproval.objects.select_for_update()
+        ToolApproval.objects.select_for_update(of=("self",))
         .filter(run_id=run_id, applied=False)
         .select_related("decided_by")
         .order_by("pk")
