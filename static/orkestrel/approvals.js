@@ -22,10 +22,16 @@ export class ApprovalPanel {
     before.before(this.box);
   }
 
-  /** Show `approvals` (the pending ones; an empty list hides the box). */
+  /** Show `approvals` (the pending ones; an empty list hides the box). A call already shown
+   * keeps its item, so a reason being typed or arguments being edited survive the update. */
   show(approvals) {
     const waiting = (approvals || []).filter((approval) => approval.status === "pending");
-    this.box.replaceChildren(...waiting.map((approval) => this.item(approval)));
+    const shown = new Map(
+      Array.from(this.box.children, (item) => [item.dataset.approvalId, item]),
+    );
+    this.box.replaceChildren(
+      ...waiting.map((approval) => shown.get(String(approval.id)) || this.item(approval)),
+    );
     this.box.hidden = waiting.length === 0;
   }
 
