@@ -48,8 +48,6 @@ _, raw = ApiKey.objects.issue(user=user, name="sse benchmark")
 print("SSEKEY " + raw)
 """
 )
-HIDE_CLICK = "sys.modules['click'] = None; "
-HIDE_CLICK_FROM_AUTOBAHN = HIDE_CLICK + "import autobahn.util; del sys.modules['click']; "
 # The first-token runs: five deltas 10 ms apart, the first due at once.
 FIRST_COUNT, FIRST_INTERVAL = 5, 0.01
 FIRST_TOKEN_RUN = f"relay {FIRST_COUNT} {FIRST_INTERVAL}"
@@ -464,9 +462,6 @@ def main() -> int:
     parser.add_argument("--database-url", default="", help="a scratch database (default: SQLite)")
     parser.add_argument("--profile", metavar="FILE", help="write a sampled server profile")
     args = parser.parse_args()
-    # Celery, a runtime dependency now, imports click at start-up: hide click from Autobahn
-    # alone (its styled debug lines are what ``relay.LAUNCH`` keeps out), not from the server.
-    relay.LAUNCH = relay.LAUNCH.replace(HIDE_CLICK, HIDE_CLICK_FROM_AUTOBAHN)
     transports = [args.only] if args.only else list(TRANSPORTS)
     per_round = len(transports) * (args.runs + (1 if args.deltas else 0) + args.conversations)
 
