@@ -6,49 +6,35 @@ registry); importing this package registers nothing.
 
 from __future__ import annotations
 
-from ..registry import BuiltinTool, ToolRegistry, builtin_tools
+from types import ModuleType
+
+from ..registry import BuiltinTool, ToolFactory, ToolRegistry, builtin_tools
 from . import conversation_search, delegate, http_fetch, skills, workspace
 
 __all__ = ["register_builtins"]
 
 
+# Each module names its tool (``NAME``, ``DESCRIPTION``, ``PARAMETERS``, ``SAFE``) beside the
+# factory that builds it for one run; registered in this order.
+_BUILTINS: tuple[tuple[ModuleType, ToolFactory], ...] = (
+    (workspace, workspace.create_workspace_tool),
+    (conversation_search, conversation_search.create_conversation_search_tool),
+    (http_fetch, http_fetch.create_http_fetch_tool),
+    (skills, skills.create_skills_tool),
+    (delegate, delegate.create_delegate_tool),
+)
+
+
 def register_builtins(registry: ToolRegistry = builtin_tools) -> tuple[BuiltinTool, ...]:
     """Register ``workspace``, ``conversation_search``, ``http_fetch``, ``skills`` and
     ``delegate`` on ``registry``."""
-    return (
+    return tuple(
         registry.register(
-            workspace.NAME,
-            workspace.create_workspace_tool,
-            description=workspace.DESCRIPTION,
-            parameters=workspace.PARAMETERS,
-            safe=workspace.SAFE,
-        ),
-        registry.register(
-            conversation_search.NAME,
-            conversation_search.create_conversation_search_tool,
-            description=conversation_search.DESCRIPTION,
-            parameters=conversation_search.PARAMETERS,
-            safe=conversation_search.SAFE,
-        ),
-        registry.register(
-            http_fetch.NAME,
-            http_fetch.create_http_fetch_tool,
-            description=http_fetch.DESCRIPTION,
-            parameters=http_fetch.PARAMETERS,
-            safe=http_fetch.SAFE,
-        ),
-        registry.register(
-            skills.NAME,
-            skills.create_skills_tool,
-            description=skills.DESCRIPTION,
-            parameters=skills.PARAMETERS,
-            safe=skills.SAFE,
-        ),
-        registry.register(
-            delegate.NAME,
-            delegate.create_delegate_tool,
-            description=delegate.DESCRIPTION,
-            parameters=delegate.PARAMETERS,
-            safe=delegate.SAFE,
-        ),
+            module.NAME,
+            factory,
+            description=module.DESCRIPTION,
+            parameters=module.PARAMETERS,
+            safe=module.SAFE,
+        )
+        for module, factory in _BUILTINS
     )
