@@ -357,7 +357,11 @@ def main() -> int:
     parser.add_argument("--only", choices=ROUTES, help="one route (e.g. to profile it)")
     parser.add_argument("--client", choices=CLIENTS, default="raw", help="the load generator")
     parser.add_argument("--throttle", default="100000/min", help="the server's API_THROTTLE_RATE")
+    parser.add_argument("--profile", metavar="FILE", help="write a sampled app-server profile")
     args = parser.parse_args()
+    # The sampler lives in ``bench/relay_app.py`` (the real app; its model swap does not touch
+    # the ``openai`` endpoint this benchmark's profile uses).
+    app = "bench.relay_app:application" if args.profile else APP
     routes: list[Route] = [args.only] if args.only else list(ROUTES)
 
     with tempfile.TemporaryDirectory(prefix="openai-compat-") as workdir:
@@ -375,15 +379,16 @@ def main() -> int:
             "BENCH_USER": f"openai-{secrets.token_hex(4)}",
             "BENCH_UPSTREAM": f"http://127.0.0.1:{upstream_port}/v1",
             "BENCH_PROFILE": PROFILE,
+            "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
         }
         server = None
         try:
             relay.manage(env, "migrate", "--noinput")
             lines = relay.manage(env, "shell", "-c", SETUP).splitlines()
             key = next(x for x in lines if x.startswith("BENCHKEY "))[9:]
-            server = relay.start_server(env, Path(workdir), app=APP)
+            server = relay.start_server(env, Path(workdir), app=app)
             print(
-                f"daphne {APP} on 127.0.0.1:{server.port} (SQLite file, in-memory layer), "
+                f"daphne {app} on 127.0.0.1:{server.port} (SQLite file, in-memory layer), "
                 f"upstream on 127.0.0.1:{upstream_port}, {args.client} clients; "
                 f"{os.cpu_count()} cores, load average "
                 f"{os.getloadavg()[0]:.2f} before start"
@@ -411,6 +416,8 @@ def main() -> int:
                     print(f"\nthe server logged errors: see {kept}")
             upstream.terminate()
             upstream.wait()
+    if args.profile:
+        print(f"\nserver profile written to {args.profile}")
     return 0 if ok else 1
 
 

@@ -1,15 +1,128 @@
-"""Project middleware: static files without a thread hop; no shared caches for users' pages."""
+"""Project middleware: Django's own hooks run on the event loop, static files without a thread
+hop, and no shared caches for users' answers.
+
+Under ASGI, Django's ``MiddlewareMixin`` runs each hook of each middleware in a thread and
+back: two hops per middleware per request, about twenty for the stack in settings, each
+waiting for the GIL behind whatever the database thread is doing. The hooks of the stack never
+wait on I/O except where a response saves the session or stored messages, so the ``OnTheLoop``
+versions below run them inline and take the thread only then.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
+from django.contrib.auth import middleware as auth
+from django.contrib.messages import middleware as messages
+from django.contrib.sessions import middleware as sessions
 from django.http import HttpRequest, HttpResponseBase
+from django.middleware import clickjacking, common, csp, csrf, security
 from django.utils.deprecation import MiddlewareMixin
+from django.utils.functional import SimpleLazyObject
 from whitenoise.middleware import WhiteNoiseMiddleware
 
-__all__ = ["PrivateCacheControlMiddleware", "StaticFilesMiddleware"]
+__all__ = [
+    "AuthenticationMiddleware",
+    "CommonMiddleware",
+    "ContentSecurityPolicyMiddleware",
+    "CsrfViewMiddleware",
+    "MessageMiddleware",
+    "OnTheLoop",
+    "PrivateCacheControlMiddleware",
+    "SecurityMiddleware",
+    "SessionMiddleware",
+    "StaticFilesMiddleware",
+    "XFrameOptionsMiddleware",
+]
+
+
+class OnTheLoop(MiddlewareMixin):
+    """A ``MiddlewareMixin`` whose hooks run inline under ASGI (they never wait on I/O); a
+    response for which ``response_blocks`` says otherwise is processed in the request's thread
+    as Django would. Under WSGI nothing changes."""
+
+    def response_blocks(self, request: HttpRequest, response: HttpResponseBase) -> bool:
+        """Whether ``process_response`` may touch the database for this response."""
+        return False
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        hooks: Any = self
+        response = None
+        if hasattr(hooks, "process_request"):
+            response = hooks.process_request(request)
+        response = response or await cast(Awaitable[HttpResponseBase], self.get_response(request))
+        if hasattr(hooks, "process_response"):
+            if self.response_blocks(request, response):
+                response = await sync_to_async(hooks.process_response, thread_sensitive=True)(
+                    request, response
+                )
+            else:
+                response = hooks.process_response(request, response)
+        return response
+
+
+class SecurityMiddleware(OnTheLoop, security.SecurityMiddleware):
+    """Django's, on the loop (headers and the HTTPS redirect)."""
+
+
+class ContentSecurityPolicyMiddleware(OnTheLoop, csp.ContentSecurityPolicyMiddleware):
+    """Django's, on the loop (a lazy nonce and a header)."""
+
+
+class SessionMiddleware(OnTheLoop, sessions.SessionMiddleware):
+    """Django's, on the loop: the session store is lazy; only a save takes the thread."""
+
+    def response_blocks(self, request: HttpRequest, response: HttpResponseBase) -> bool:
+        session = getattr(request, "session", None)
+        return session is not None and (session.modified or settings.SESSION_SAVE_EVERY_REQUEST)
+
+
+class CommonMiddleware(OnTheLoop, common.CommonMiddleware):
+    """Django's, on the loop (the host check and the trailing-slash redirect)."""
+
+
+class CsrfViewMiddleware(OnTheLoop, csrf.CsrfViewMiddleware):
+    """Django's, on the loop: the secret is a cookie (``CSRF_USE_SESSIONS`` stays off), the
+    token comes from a header or the body Django has read already."""
+
+    def __init__(self, get_response: Any) -> None:
+        super().__init__(get_response)
+        if settings.CSRF_USE_SESSIONS:
+            raise ValueError("orkestrel's CsrfViewMiddleware reads the secret from its cookie")
+        if self.async_mode:
+            # Django takes the view hook as it finds it on the instance: a coroutine is awaited
+            # where a plain method would be run in a thread.
+            self.process_view = self._process_view_inline  # type: ignore[method-assign, assignment]
+
+    async def _process_view_inline(
+        self,
+        request: HttpRequest,
+        callback: Callable[..., Any],
+        callback_args: Any,
+        callback_kwargs: Any,
+    ) -> HttpResponseBase | None:
+        return csrf.CsrfViewMiddleware.process_view(
+            self, request, callback, callback_args, callback_kwargs
+        )
+
+
+class AuthenticationMiddleware(OnTheLoop, auth.AuthenticationMiddleware):
+    """Django's, on the loop: ``request.user`` stays lazy until a view reads it."""
+
+
+class MessageMiddleware(OnTheLoop, messages.MessageMiddleware):
+    """Django's, on the loop: only stored or added messages take the thread."""
+
+    def response_blocks(self, request: HttpRequest, response: HttpResponseBase) -> bool:
+        storage = getattr(request, "_messages", None)
+        return storage is not None and (storage.used or storage.added_new)
+
+
+class XFrameOptionsMiddleware(OnTheLoop, clickjacking.XFrameOptionsMiddleware):
+    """Django's, on the loop (one header)."""
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
@@ -37,7 +150,18 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):
         return await self.get_response(request)
 
 
-class PrivateCacheControlMiddleware(MiddlewareMixin):
+def _signed_in(request: HttpRequest) -> bool:
+    """Whether ``request`` comes from someone signed in, reading no database: a resolved
+    user says so itself; a lazy one (never read by the view) only with credentials sent."""
+    user = getattr(request, "user", None)
+    if user is None:
+        return False
+    if isinstance(user, SimpleLazyObject):
+        return "Authorization" in request.headers or settings.SESSION_COOKIE_NAME in request.COOKIES
+    return bool(user.is_authenticated)
+
+
+class PrivateCacheControlMiddleware(OnTheLoop):
     """Send ``Cache-Control: private, no-store`` to signed-in users unless a view chose.
 
     A page for a signed-in user (their conversations, files, API answers) must never be kept
@@ -48,7 +172,6 @@ class PrivateCacheControlMiddleware(MiddlewareMixin):
     def process_response(
         self, request: HttpRequest, response: HttpResponseBase
     ) -> HttpResponseBase:
-        user = getattr(request, "user", None)
-        if user is not None and user.is_authenticated and not response.has_header("Cache-Control"):
+        if _signed_in(request) and not response.has_header("Cache-Control"):
             response["Cache-Control"] = "private, no-store"
         return response

@@ -94,15 +94,16 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    # Django's own, with their hooks on the event loop (``orkestrel.middleware``).
+    "orkestrel.middleware.SecurityMiddleware",
+    "orkestrel.middleware.ContentSecurityPolicyMiddleware",
     "orkestrel.middleware.StaticFilesMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "orkestrel.middleware.SessionMiddleware",
+    "orkestrel.middleware.CommonMiddleware",
+    "orkestrel.middleware.CsrfViewMiddleware",
+    "orkestrel.middleware.AuthenticationMiddleware",
+    "orkestrel.middleware.MessageMiddleware",
+    "orkestrel.middleware.XFrameOptionsMiddleware",
     "orkestrel.middleware.PrivateCacheControlMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",

@@ -26,10 +26,10 @@ from orkestrel.core import (
 from orkestrel.protocol import MessagePayload, UsagePayload, usage_payload
 from workspaces.stores import DjangoWorkspaceStore
 
-from ..models import AgentProfile
+from ..models import AgentProfile, config_revision_subquery
 from ..runtime.client_tools import PENDING_CONTENT
 from ..runtime.overrides import RunOverrides
-from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec
+from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec, profile_usable
 from ..runtime.usage import usage_columns
 from .errors import (
     AwaitingApproval,
@@ -286,10 +286,14 @@ def _name(conversation_id: str, content: str, title: str) -> str:
 
 
 def _profile_id(slug: str, user_id: int) -> int:
-    profile = AgentProfile.objects.filter(slug=slug, enabled=True).first()
+    profile = (
+        AgentProfile.objects.filter(slug=slug, enabled=True)
+        .annotate(config_revision=config_revision_subquery())
+        .first()
+    )
     if profile is None:
         raise UnknownProfile(f"no agent profile {slug!r}")
-    if not AgentProfile.objects.filter(pk=profile.pk).usable_by(user_id).exists():
+    if not profile_usable(profile, user_id, profile.config_revision):
         raise ProfileForbidden(f"you may not use the agent profile {slug!r}")
     return profile.pk
 

@@ -10,7 +10,7 @@ next run everywhere. Cached rows are shared between sessions: treat them as read
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,25 @@ from orkestrel.core import Scope
 
 from ..models import AgentProfile, AuthorityPolicy, AuthorityRule, ProviderEndpoint, Tool
 
-__all__ = ["ProfileConfig", "load_profile_config", "profile_config"]
+__all__ = ["ProfileAccess", "ProfileConfig", "load_profile_config", "profile_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileAccess:
+    """Who may use a profile (``AgentProfile.usable_by``'s rule, on cached ids): everyone when
+    it names no users and no groups, else the users it names and the members of its groups."""
+
+    users: frozenset[int]
+    groups: frozenset[int]
+
+    def admits(self, user_id: int, groups_of: Callable[[int], Iterable[int]]) -> bool:
+        """Whether ``user_id`` may use the profile; ``groups_of`` reads the user's group ids,
+        only when the answer depends on them (membership is not configuration: never cached)."""
+        if not self.users and not self.groups:
+            return True
+        if user_id in self.users:
+            return True
+        return bool(self.groups) and not self.groups.isdisjoint(groups_of(user_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +49,9 @@ class ProfileConfig:
     rules: tuple[AuthorityRule, ...]
     scope: Scope | None
     instructions: tuple[Mapping[str, Any], ...]
+    # Read with the rest, so a run start checks access without the correlated subqueries
+    # that cost more than the rest of its first query (``bench/runs.py``).
+    access: ProfileAccess
 
 
 _lock = threading.Lock()
@@ -48,6 +69,10 @@ def load_profile_config(profile: AgentProfile) -> ProfileConfig:
         scope=profile.scope.to_core() if profile.scope is not None else None,
         instructions=tuple(
             row.to_core_input() for row in profile.instructions.filter(enabled=True)
+        ),
+        access=ProfileAccess(
+            users=frozenset(profile.users.values_list("pk", flat=True)),
+            groups=frozenset(profile.groups.values_list("pk", flat=True)),
         ),
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -284,8 +285,9 @@ class ChatSession:
 
         The snapshots are taken here, on the event loop, so the agent may go on meanwhile.
         ``then`` runs in the same transaction after the writes (a run's final row); ``after``
-        runs in the same hop once it committed, and its value is returned (payloads to
-        render: no lock is held while they are built).
+        runs once it committed, off the database thread, and its value is returned (payloads
+        to render: rendering waits on the markdown process, and every other start, checkpoint
+        and settle of the process would wait behind it on the database thread).
         """
         conversation = self.conversations.conversation(self.conversation_id)
         snapshot = conversation.snapshot() if conversation is not None else None
@@ -296,11 +298,10 @@ class ChatSession:
             self.decisions.drain_failures(),
             usage,
         )
-        return await in_thread(self._commit_rows)(changes, then, after)
+        await in_thread(self._commit_rows)(changes, then)
+        return await asyncio.to_thread(after) if after is not None else None
 
-    def _commit_rows(
-        self, changes: Changes, then: Callable[[], None] | None, after: Callable[[], R] | None
-    ) -> R | None:
+    def _commit_rows(self, changes: Changes, then: Callable[[], None] | None) -> None:
         with transaction.atomic():
             if changes.snapshot is not None:
                 DjangoConversationStore(owner=self.spec.user_id).set_sync(changes.snapshot)
@@ -311,7 +312,6 @@ class ChatSession:
             self._write_rows(changes)
             if then is not None:
                 then()
-        return after() if after is not None else None
 
     def _write_rows(self, changes: Changes) -> None:
         """The run's own rows: authority decisions, tool failures, the conversation's usage

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 
 from conversations.models import Conversation
 from conversations.stores import DjangoConversationStore
@@ -28,7 +28,15 @@ from ..models import (
 from .profile_config import profile_config
 from .skills import skill_instructions
 
-__all__ = ["LoadedSession", "NoProfileError", "RuntimeSpec", "load_session", "load_spec"]
+__all__ = [
+    "LoadedSession",
+    "NoProfileError",
+    "RuntimeSpec",
+    "group_ids",
+    "load_session",
+    "load_spec",
+    "profile_usable",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +71,22 @@ class RuntimeSpec:
     cost: Decimal | None = None
 
 
-def _profile_for(conversation: Conversation, user_id: int) -> AgentProfile:
-    """The conversation's profile while enabled and the user may use it (``profile_usable``,
-    read with the conversation), else their default."""
+def group_ids(user_id: int) -> list[int]:
+    """The ids of the groups ``user_id`` belongs to."""
+    memberships = get_user_model().groups.through.objects.filter(user_id=user_id)
+    return list(memberships.values_list("group_id", flat=True))
+
+
+def profile_usable(profile: AgentProfile, user_id: int, revision: int | None) -> bool:
+    """Whether ``user_id`` may run ``profile`` (enabled, and open to them), from the cached
+    configuration as of ``revision`` (read with ``profile``, as ``profile_config`` asks)."""
+    return profile.enabled and profile_config(profile, revision).access.admits(user_id, group_ids)
+
+
+def _profile_for(conversation: Conversation, user_id: int, revision: int | None) -> AgentProfile:
+    """The conversation's profile while enabled and the user may use it, else their default."""
     profile = conversation.profile
-    if profile is not None and getattr(conversation, "profile_usable", False):
+    if profile is not None and profile_usable(profile, user_id, revision):
         return profile
     usable = AgentProfile.objects.filter(enabled=True).usable_by(user_id)
     fallback = usable.order_by("-is_default", "name").first()
@@ -84,17 +103,10 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
     """Load the rows behind one conversation of ``user_id`` (``Conversation.DoesNotExist``)."""
     conversation = (
         Conversation.objects.select_related("profile")
-        .annotate(
-            config_revision=config_revision_subquery(),
-            profile_usable=Exists(
-                AgentProfile.objects.filter(pk=OuterRef("profile_id"), enabled=True).usable_by(
-                    user_id
-                )
-            ),
-        )
+        .annotate(config_revision=config_revision_subquery())
         .get(id=conversation_id, owner_id=user_id)
     )
-    profile = _profile_for(conversation, user_id)
+    profile = _profile_for(conversation, user_id, conversation.config_revision)
     config = profile_config(profile, conversation.config_revision)
     endpoint, model_name = config.endpoint, profile.model_name
     if conversation.model:

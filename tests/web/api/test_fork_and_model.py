@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
@@ -127,6 +129,9 @@ async def test_the_next_run_calls_the_chosen_model_with_the_chosen_thinking(alic
         f"{url}messages/?wait=true", {"content": "next"}, content_type="application/json"
     )
     assert sent.status_code == 200
+    # The body is sent once the run settled: read it before looking at what the model got.
+    settled = json.loads(b"".join([chunk async for chunk in sent.streaming_content]))
+    assert settled["status"] == "done" and settled["content"] == "ok"
     body = stub.requests[0].json()
     assert body["model"] == "large" and body["reasoning_effort"] == "low"
     # The profile's own model is untouched: another conversation still runs it.

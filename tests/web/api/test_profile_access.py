@@ -55,6 +55,17 @@ def test_a_conversation_whose_profile_was_closed_to_its_owner_falls_back(bob, pr
     assert load_spec(str(conversation.pk), bob.pk).profile.slug == "open"
 
 
+def test_joining_or_leaving_a_group_takes_effect_at_the_next_start(bob, profiles):
+    # The profile's access lists are cached with its configuration; membership never is.
+    conversation = Conversation.objects.create(owner=bob, profile=profiles)
+    assert load_spec(str(conversation.pk), bob.pk).profile.slug == "open"
+    group = Group.objects.get(name="team")
+    group.user_set.add(bob)
+    assert load_spec(str(conversation.pk), bob.pk).profile.slug == "team"
+    group.user_set.remove(bob)
+    assert load_spec(str(conversation.pk), bob.pk).profile.slug == "open"
+
+
 async def test_the_openai_endpoints_list_and_accept_only_the_users_profiles(
     bob, issue_key, profiles
 ):
