@@ -3,9 +3,11 @@ hop, and no shared caches for users' answers.
 
 Under ASGI, Django's ``MiddlewareMixin`` runs each hook of each middleware in a thread and
 back: two hops per middleware per request, about twenty for the stack in settings, each
-waiting for the GIL behind whatever the database thread is doing. The hooks of the stack never
-wait on I/O except where a response saves the session or stored messages, so the ``OnTheLoop``
-versions below run them inline and take the thread only then.
+waiting for the GIL behind whatever the database thread is doing. Their hooks never wait on
+I/O except where a response stores messages, so the ``OnTheLoop`` versions below run them
+inline and take the thread only then. The security, session, CSRF and clickjacking
+middleware stay Django's own classes: ``check --deploy`` looks for them by their dotted paths
+and would skip its HTTPS and cookie checks for a subclass.
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_asy
 from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
-from django.contrib.sessions import middleware as sessions
 from django.http import HttpRequest, HttpResponseBase
-from django.middleware import clickjacking, common, csp, csrf, security
+from django.middleware import common, csp
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.functional import SimpleLazyObject
 from whitenoise.middleware import WhiteNoiseMiddleware
@@ -28,14 +29,10 @@ __all__ = [
     "AuthenticationMiddleware",
     "CommonMiddleware",
     "ContentSecurityPolicyMiddleware",
-    "CsrfViewMiddleware",
     "MessageMiddleware",
     "OnTheLoop",
     "PrivateCacheControlMiddleware",
-    "SecurityMiddleware",
-    "SessionMiddleware",
     "StaticFilesMiddleware",
-    "XFrameOptionsMiddleware",
 ]
 
 
@@ -64,49 +61,12 @@ class OnTheLoop(MiddlewareMixin):
         return response
 
 
-class SecurityMiddleware(OnTheLoop, security.SecurityMiddleware):
-    """Django's, on the loop (headers and the HTTPS redirect)."""
-
-
 class ContentSecurityPolicyMiddleware(OnTheLoop, csp.ContentSecurityPolicyMiddleware):
     """Django's, on the loop (a lazy nonce and a header)."""
 
 
-class SessionMiddleware(OnTheLoop, sessions.SessionMiddleware):
-    """Django's, on the loop: the session store is lazy; only a save takes the thread."""
-
-    def response_blocks(self, request: HttpRequest, response: HttpResponseBase) -> bool:
-        session = getattr(request, "session", None)
-        return session is not None and (session.modified or settings.SESSION_SAVE_EVERY_REQUEST)
-
-
 class CommonMiddleware(OnTheLoop, common.CommonMiddleware):
     """Django's, on the loop (the host check and the trailing-slash redirect)."""
-
-
-class CsrfViewMiddleware(OnTheLoop, csrf.CsrfViewMiddleware):
-    """Django's, on the loop: the secret is a cookie (``CSRF_USE_SESSIONS`` stays off), the
-    token comes from a header or the body Django has read already."""
-
-    def __init__(self, get_response: Any) -> None:
-        super().__init__(get_response)
-        if settings.CSRF_USE_SESSIONS:
-            raise ValueError("orkestrel's CsrfViewMiddleware reads the secret from its cookie")
-        if self.async_mode:
-            # Django takes the view hook as it finds it on the instance: a coroutine is awaited
-            # where a plain method would be run in a thread.
-            self.process_view = self._process_view_inline  # type: ignore[method-assign, assignment]
-
-    async def _process_view_inline(
-        self,
-        request: HttpRequest,
-        callback: Callable[..., Any],
-        callback_args: Any,
-        callback_kwargs: Any,
-    ) -> HttpResponseBase | None:
-        return csrf.CsrfViewMiddleware.process_view(
-            self, request, callback, callback_args, callback_kwargs
-        )
 
 
 class AuthenticationMiddleware(OnTheLoop, auth.AuthenticationMiddleware):
@@ -119,10 +79,6 @@ class MessageMiddleware(OnTheLoop, messages.MessageMiddleware):
     def response_blocks(self, request: HttpRequest, response: HttpResponseBase) -> bool:
         storage = getattr(request, "_messages", None)
         return storage is not None and (storage.used or storage.added_new)
-
-
-class XFrameOptionsMiddleware(OnTheLoop, clickjacking.XFrameOptionsMiddleware):
-    """Django's, on the loop (one header)."""
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):

@@ -94,16 +94,17 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Django's own, with their hooks on the event loop (``orkestrel.middleware``).
-    "orkestrel.middleware.SecurityMiddleware",
+    # ``orkestrel.middleware``'s are Django's with their hooks on the event loop; the other
+    # four keep their own paths, which ``check --deploy`` looks for.
+    "django.middleware.security.SecurityMiddleware",
     "orkestrel.middleware.ContentSecurityPolicyMiddleware",
     "orkestrel.middleware.StaticFilesMiddleware",
-    "orkestrel.middleware.SessionMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "orkestrel.middleware.CommonMiddleware",
-    "orkestrel.middleware.CsrfViewMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
     "orkestrel.middleware.AuthenticationMiddleware",
     "orkestrel.middleware.MessageMiddleware",
-    "orkestrel.middleware.XFrameOptionsMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "orkestrel.middleware.PrivateCacheControlMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",

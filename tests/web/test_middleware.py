@@ -16,18 +16,28 @@ from django.utils.deprecation import MiddlewareMixin
 from django.utils.module_loading import import_string
 
 from orkestrel.asgi import application
-from orkestrel.middleware import OnTheLoop, SecurityMiddleware
+from orkestrel.middleware import CommonMiddleware, OnTheLoop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BASE = "http://testserver"
 
 
-def test_every_hook_middleware_of_the_stack_runs_on_the_loop():
+# Django's ``check --deploy`` looks for these by their paths: they keep Django's classes.
+CHECKED_BY_PATH = {
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+}
+
+
+def test_every_other_hook_middleware_of_the_stack_runs_on_the_loop():
     # Django's own ``MiddlewareMixin`` would take two thread hops per middleware per request.
-    hooked = [import_string(path) for path in settings.MIDDLEWARE]
+    hooked = [import_string(path) for path in settings.MIDDLEWARE if path not in CHECKED_BY_PATH]
     mixins = [cls for cls in hooked if issubclass(cls, MiddlewareMixin)]
-    assert mixins and all(issubclass(cls, OnTheLoop) for cls in mixins)
+    assert len(mixins) >= 5 and all(issubclass(cls, OnTheLoop) for cls in mixins)
+    assert set(settings.MIDDLEWARE) >= CHECKED_BY_PATH
 
 
 async def test_hooks_run_on_the_thread_of_the_event_loop():
@@ -36,13 +46,13 @@ async def test_hooks_run_on_the_thread_of_the_event_loop():
     async def view(request: HttpRequest) -> HttpResponse:
         return HttpResponse("ok")
 
-    class Recording(SecurityMiddleware):
+    class Recording(CommonMiddleware):
         def process_response(self, request, response):  # type: ignore[no-untyped-def]
             seen.append(threading.get_ident())
             return super().process_response(request, response)
 
     response = await Recording(view)(AsyncRequestFactory().get("/"))
-    assert response.status_code == 200 and response.headers["X-Content-Type-Options"]
+    assert response.status_code == 200
     assert seen == [threading.get_ident()]
 
 
