@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
 from channels.db import database_sync_to_async
@@ -14,6 +14,7 @@ from django.http import Http404
 
 from conversations.approvals import ApprovalRefused, Decision
 from conversations.attachments import discard_attachments, resolve_attachments
+from conversations.branches import NoSuchBranch, NotBranchable
 from conversations.models import Conversation, Run
 from conversations.pending import PendingFull
 from conversations.services import ConversationState, conversation_state
@@ -22,9 +23,12 @@ from orkestrel.protocol import (
     ClientAbort,
     ClientApprove,
     ClientCompact,
+    ClientEdit,
     ClientFrame,
     ClientPendingPop,
+    ClientRegenerate,
     ClientResync,
+    ClientSelectBranch,
     ClientSend,
     ErrorFrame,
     FrameError,
@@ -37,17 +41,8 @@ from orkestrel.protocol import (
 )
 
 from .framing import MAX_OUTGOING_BYTES, fitted
-from .runs import (
-    Busy,
-    RunManager,
-    RunService,
-    group_name,
-    is_shared,
-    join_group,
-    run_manager,
-)
+from .runs import Busy, RunManager, RunService, is_shared, run_manager
 from .runs.errors import NothingToContinue, StartFailed, TooManyRuns
-from .runs.relay import listening, remote_snapshot
 from .runs.service import Compacted
 from .runs.submissions import Repeat
 from .runtime.skills import UnknownSkill
@@ -91,6 +86,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         user = self.scope.get("user")
         self.conversation_id = str(self.scope["url_route"]["kwargs"]["conversation_id"])
         self._unsubscribe: Callable[[], None] | None = None
+        self._unfollow: Callable[[], Awaitable[None]] | None = None
         # Refusals accept first: a close before the handshake reaches a browser as a bare
         # 1006, and the client could not tell "log in again" from "the network dropped".
         if user is None or not user.is_authenticated:
@@ -105,12 +101,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # This process closes runs a killed server left behind (from its first socket on).
         self.manager.sweeper.ensure()
         await self.accept()
-        self.group = group_name(self.conversation_id)
-        if self.channel_layer is not None:
-            await self.channel_layer.group_add(self.group, self.channel_name)
         if is_shared(self.channel_layer):
-            # A run in another process publishes to the layer only while someone listens.
-            await self.channel_layer.group_send(join_group(self.conversation_id), self._listening())
+            # A run in another process reaches this socket through this process's relay.
+            self._unfollow = await self.manager.relay.follow(self.conversation_id)
         await self._send_state()
 
     async def disconnect(self, code: int) -> None:
@@ -118,8 +111,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if getattr(self, "group", None) and self.channel_layer is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        unfollow = getattr(self, "_unfollow", None)
+        if unfollow is not None:
+            self._unfollow = None
+            await unfollow()
 
     async def _send_state(self) -> None:
         """Send the committed state and the in-flight run, then the live frames after it."""
@@ -129,10 +124,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         live = False
 
         async def deliver(frame: dict[str, Any]) -> None:
-            if live:
-                await self.send_json(frame)
-            else:
+            if not live:
                 pending.append(frame)
+            elif not self._stale(frame):
+                await self.send_json(frame)
 
         self._unsubscribe = self.manager.subscribe(self.conversation_id, deliver)
         active = self.manager.active(self.conversation_id)
@@ -186,6 +181,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("unknown_skill", str(error))
         except ApprovalRefused as error:
             await self._refuse(error.code, str(error))
+        except NoSuchBranch as error:
+            await self._refuse("not_found", str(error))
+        except NotBranchable as error:
+            await self._refuse("not_branchable", str(error))
 
     async def _dispatch(self, frame: ClientFrame) -> None:
         match frame:
@@ -199,6 +198,26 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.on_pending_pop(frame)
             case ClientApprove():
                 await self.on_approve(frame)
+            case ClientRegenerate():
+                await self.service.regenerate(
+                    user_id=self.user.id,
+                    conversation_id=self.conversation_id,
+                    message=frame.message,
+                )
+            case ClientEdit():
+                await self.service.edit(
+                    user_id=self.user.id,
+                    conversation_id=self.conversation_id,
+                    message=frame.message,
+                    content=frame.content,
+                )
+            case ClientSelectBranch():
+                await self.service.select_branch(
+                    user_id=self.user.id,
+                    conversation_id=self.conversation_id,
+                    point=frame.point,
+                    index=frame.index,
+                )
             case ClientResync():
                 await self.on_resync(frame)
             case _:
@@ -267,37 +286,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
         layer = self.channel_layer
         if not is_shared(layer) or not await _running(self.conversation_id):
             return None
-        return await remote_snapshot(
-            layer,
-            origin=self.manager.origin,
-            conversation_id=self.conversation_id,
-            wait=self.manager.timings.join_timeout,
+        return await self.manager.relay.snapshot(
+            self.conversation_id, wait=self.manager.timings.join_timeout
         )
 
-    def _listening(self) -> dict[str, Any]:
-        return listening(self.conversation_id, self.manager.origin)
-
-    async def run_probe(self, event: dict[str, Any]) -> None:
-        """A run started in another process asks who listens: this socket does."""
-        if event.get("origin") != self.manager.origin and event.get("reply"):
-            try:
-                await self.channel_layer.send(event["reply"], self._listening())
-            except Exception:  # noqa: BLE001 - unanswered, the run's next frame shows a gap
-                logger.warning("answering a run's probe failed", exc_info=True)
-
-    async def run_frames(self, event: dict[str, Any]) -> None:
-        """Frames of a run in another process (this process's frames come directly)."""
-        if event.get("origin") == self.manager.origin:
-            return
+    def _stale(self, frame: dict[str, Any]) -> bool:
+        """Whether ``frame`` is in the snapshot this socket got already (a frame of a run in
+        another process, sent before the snapshot was taken, arriving after it)."""
         baseline = getattr(self, "_baseline", None)
-        for frame in event["frames"]:
-            stale = (
-                baseline is not None
-                and frame.get("run") == baseline[0]
-                and (frame.get("seq") or 0) <= baseline[1]
-            )
-            if not stale:
-                await self.send_json(frame)
+        return (
+            baseline is not None
+            and frame.get("run") == baseline[0]
+            and (frame.get("seq") or 0) <= baseline[1]
+        )
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):

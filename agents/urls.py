@@ -1,4 +1,4 @@
-"""Routes of the chat UI's settings pages."""
+"""Routes of the chat UI's pages beside the chat: settings, agent jobs."""
 
 from __future__ import annotations
 
@@ -10,4 +10,5 @@ app_name = "agents"
 
 urlpatterns = [
     path("settings/keys/", views.api_keys, name="keys"),
+    path("jobs/<uuid:job_id>/", views.job_detail, name="job"),
 ]

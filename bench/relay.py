@@ -16,6 +16,11 @@ consumer: one SQL statement per message, the model's deltas straight to the sock
 database of its own, and the app's figures beside the floor's with their ratios
 (``--no-floor`` skips it).
 
+``--runs-on workers`` measures instead the app twice through the Redis channel layer: with
+runs in the web process, then with runs on ``--bench-workers`` Celery workers
+(``celery -A bench.relay_worker worker``: the same stamping model, on the worker), the web
+process only holding the sockets; then the two side by side.
+
 Run: ``.venv/bin/python bench/relay.py [--conversations 200] [--redis] [--no-floor]``
 (see ``bench/README.md``).
 """
@@ -46,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET_P99 = 0.050
 APP = "bench.relay_app:application"
 FLOOR = "bench.relay_floor:application"  # the bare consumer the app is measured against
+WORKER = "bench.relay_worker"  # the Celery app of ``--runs-on workers``
 FLOOR_ADDED = 1.5  # the app's added latency p99 within this many times the floor's
 FLOOR_START = 2.0  # the app's run start p99 within this many times the floor's
 # A database number the test suite does not use. ``socket_timeout`` works around redis-py 8's
@@ -152,6 +158,42 @@ def start_server(env: dict[str, str], workdir: Path, index: int = 0, app: str = 
             time.sleep(0.1)
     server.stop()
     raise SystemExit("daphne did not answer /healthz within 30 s")
+
+
+def start_workers(env: dict[str, str], workdir: Path, count: int, threads: int) -> list[Server]:
+    """``count`` Celery workers running the benchmark's runs, once each says it is ready."""
+    celery = Path(sys.executable).with_name("celery")
+    workers = []
+    for index in range(count):
+        log = workdir / f"worker-{index}.log"
+        command = [str(celery), "-A", WORKER, "worker", "--loglevel", "INFO", "-c", str(threads)]
+        command += ["--hostname", f"relay{index}@%h", "--without-gossip", "--without-mingle"]
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT
+        )
+        workers.append(Server(process, 0, log))
+    deadline = time.monotonic() + 60
+    while not all(" ready." in w.log.read_text(errors="replace") for w in workers):
+        if time.monotonic() > deadline or any(w.process.poll() is not None for w in workers):
+            for worker in workers:
+                worker.stop()
+            tails = "\n".join(w.log.read_text(errors="replace")[-2000:] for w in workers)
+            raise SystemExit(f"the workers did not start:\n{tails}")
+        time.sleep(0.1)
+    return workers
+
+
+def delete_queue(broker: str, queue: str) -> None:
+    """Delete the pass's queue (and on Redis the bindings kombu keeps beside it)."""
+    import redis
+    from kombu import Connection
+
+    with Connection(broker) as connection:
+        connection.default_channel.queue_delete(queue)
+    if broker.startswith(("redis://", "rediss://")):
+        client = redis.Redis.from_url(broker)
+        client.delete(f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+        client.close()
 
 
 def forget_groups() -> None:
@@ -367,8 +409,32 @@ def compare(app: Summary, floor: Summary) -> bool:
     return all(met for _, met in checks)
 
 
-def measure(args: argparse.Namespace, app: str, floor: bool) -> Summary:
-    """One server's pass: a fresh database, the servers, both scenarios; the servers stopped."""
+def beside(web: Summary, workers: Summary) -> bool:
+    """Runs on workers beside runs in the web process (the same load, one after the other)."""
+
+    def row(name: str, mine: float, base: float, unit: str) -> None:
+        ratio = f"{mine / base:8.2f}x" if base > 0 else f"{'-':>9}"
+        if unit == "ms":
+            print(f"   {name:<22} {ms(mine)}   {ms(base)}   {ratio}")
+        else:
+            print(f"   {name:<22} {mine:7,.0f} /s   {base:7,.0f} /s   {ratio}")
+
+    print("\nruns on workers against runs in the web process (Redis channel layer both)")
+    print(f"   {'':<22} {'workers':>10}   {'in-process':>10}   {'ratio':>9}")
+    row("added latency p50", workers.added[0], web.added[0], "ms")
+    row("added latency p99", workers.added[1], web.added[1], "ms")
+    row("run start p50", workers.start[0], web.start[0], "ms")
+    row("run start p99", workers.start[1], web.start[1], "ms")
+    row("throughput delivered", workers.delivered, web.delivered, "/s")
+    print(f"   {'lost':<22} {workers.lost:10d}   {web.lost:10d}")
+    ok = workers.lost == 0 and web.lost == 0
+    print(f"\ntarget: nothing lost (both): {'met' if ok else 'MISSED'}")
+    return ok
+
+
+def measure(args: argparse.Namespace, app: str, floor: bool, on_workers: bool = False) -> Summary:
+    """One server's pass: a fresh database, the servers (and the workers running its runs,
+    ``on_workers``), both scenarios; the processes stopped."""
     query = f"?conn_max_age={args.conn_max_age}" if args.conn_max_age is not None else ""
     with tempfile.TemporaryDirectory(prefix="relay-") as workdir:
         password = secrets.token_urlsafe(16)
@@ -384,33 +450,54 @@ def measure(args: argparse.Namespace, app: str, floor: bool) -> Summary:
             # Only the app reads these (the floor has no sampler and no checkpoints).
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
             "RELAY_CHECKPOINT_SECONDS": str(args.checkpoint or ""),
+            # Only the workers read this (``bench/relay_worker.py``).
+            "RELAY_BATCH_SECONDS": "" if args.relay_batch is None else str(args.relay_batch),
             # One user holds every conversation: no per-user cap on replies at once.
             "ORKESTREL_MAX_RUNS_PER_USER": "0",
         }
+        queue = f"orkestrel-relay-{secrets.token_hex(5)}"
+        if on_workers:
+            env.update(
+                {
+                    "ORKESTREL_RUNS_ON": "workers",
+                    "CELERY_BROKER_URL": args.broker,
+                    "CELERY_TASK_DEFAULT_QUEUE": queue,
+                }
+            )
         manage(env, "migrate", "--noinput")
         line = next(x for x in manage(env, "shell", "-c", SETUP).splitlines() if x[:6] == "RELAY ")
         setup = json.loads(line[6:])
         count = max(1, args.servers)
         servers = [start_server(env, Path(workdir), i, app) for i in range(count)]
+        threads = (2 + args.conversations) // max(1, args.bench_workers) + 8
+        workers = (
+            start_workers(env, Path(workdir), args.bench_workers, threads) if on_workers else []
+        )
         try:
             database = args.database_url.split("@")[-1] if args.database_url else "SQLite file"
             layer = "Redis channel layer" if args.redis else "in-memory channel layer"
             ports = ", ".join(str(server.port) for server in servers)
             print(f"daphne x{len(servers)} on 127.0.0.1:{ports}, {database}, {layer}")
+            if workers:
+                print(f"runs on {len(workers)} Celery workers ({threads} threads each)")
             changed = (
                 [f"CHECKPOINT_SECONDS={args.checkpoint}"] if args.checkpoint and not floor else []
             )
             changed += [f"CONN_MAX_AGE={args.conn_max_age}"] if query else []
+            if on_workers and args.relay_batch is not None:
+                changed += [f"RELAY_BATCH={args.relay_batch}"]
             if changed:
                 print(f"WHAT-IF, not the app as shipped: {', '.join(changed)}")
             cookie = login(servers[0].port, env["RELAY_USER"], password)
             summary = asyncio.run(scenarios(args, servers, cookie, setup, floor))
         finally:
-            for server in servers:
+            for server in [*servers, *workers]:
                 server.stop()
             if args.redis:
                 forget_groups()
-            log = "".join(server.log.read_text() for server in servers)
+            if on_workers:
+                delete_queue(args.broker, queue)
+            log = "".join(server.log.read_text() for server in [*servers, *workers])
             if "Error" in log:
                 name = "relay-floor-server.log" if floor else "relay-server.log"
                 kept = Path(tempfile.gettempdir()) / name
@@ -438,11 +525,35 @@ def main() -> int:
     parser.add_argument(
         "--no-floor", action="store_true", help="measure the app only, not the floor after it"
     )
+    parser.add_argument(
+        "--runs-on",
+        choices=("web", "workers"),
+        default="web",
+        help="workers: the app with runs in the web process, then on Celery workers",
+    )
+    parser.add_argument("--bench-workers", type=int, default=2, help="Celery workers (2)")
+    parser.add_argument(
+        "--broker",
+        default=os.environ.get("CELERY_BROKER_URL") or "redis://127.0.0.1:6379/12",
+        help="the broker of --runs-on workers",
+    )
     what_if = parser.add_argument_group("what-ifs (diagnosis only: they change the server)")
     what_if.add_argument("--checkpoint", type=float, help="override CHECKPOINT_SECONDS")
     what_if.add_argument("--conn-max-age", type=int, help="SQLite CONN_MAX_AGE (seconds)")
+    what_if.add_argument(
+        "--relay-batch", type=float, help="override the workers' RELAY_BATCH (seconds)"
+    )
     args = parser.parse_args()
 
+    if args.runs_on == "workers":
+        # Frames cross processes either way: the layer is Redis for both passes.
+        args.redis = True
+        print("== in-process: runs in the web process\n")
+        web = measure(args, APP, floor=False)
+        gc.collect()
+        print("\n== workers: runs on Celery workers, the web process holds the sockets\n")
+        workers = measure(args, APP, floor=False, on_workers=True)
+        return 0 if beside(web, workers) else 1
     passes = [("app", APP)] + ([] if args.no_floor else [("floor", FLOOR)])
     summaries = {}
     for kind, app in passes:

@@ -121,7 +121,10 @@ class ConversationAdmin(admin.ModelAdmin):
     search_fields = ["title", "owner__username", "summary"]
     date_hierarchy = "updated"
     fieldsets = [
-        (None, {"fields": ["title", "id", "owner", "profile", "origin", "workspace"]}),
+        (
+            None,
+            {"fields": ["title", "id", "owner", "profile", "origin", "workspace", "active_skills"]},
+        ),
         ("Usage", {"fields": ["usage", "created", "updated"]}),
         ("Transcript", {"fields": ["rollup", "transcript"]}),
     ]
@@ -131,6 +134,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "profile",
         "origin",
         "workspace",
+        "active_skills",
         "usage",
         "created",
         "updated",
@@ -163,6 +167,10 @@ class ConversationAdmin(admin.ModelAdmin):
     @admin.display(description="tokens")
     def usage(self, conversation: Conversation) -> str:
         return usage_text(conversation)
+
+    @admin.display(description="active skills")
+    def active_skills(self, conversation: Conversation) -> str:
+        return ", ".join(conversation.skills or ()) or "(none)"
 
     @admin.display(description="summary")
     def rollup(self, conversation: Conversation) -> str:
@@ -216,7 +224,13 @@ def _message_view(message: Message) -> dict[str, Any]:
         "images": len(message.images or []),
         "tool_call_id": message.tool_call_id,
         "usage": _dump(message.usage) if message.usage else "",
+        "thinking": message.thinking,
+        "thought_for": _seconds(message.thinking_ms),
     }
+
+
+def _seconds(ms: int | None) -> str:
+    return "" if ms is None else f"{ms / 1000:.1f} s"
 
 
 def _dump(value: Any) -> str:

@@ -2,7 +2,9 @@
 
 As seed 004's ``fork({id, through})``: the boundary message is included, the source is left
 as it is, and the fork remembers where it came from. Its sections (those before the boundary),
-messages and workspace files are copied; its usage starts at zero (runs are not copied).
+messages and workspace files are copied; its usage starts at zero (runs are not copied). Only
+the chosen branch is copied (the store reads nothing else): the fork starts without
+alternatives, and a boundary on another alternative is not found.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from workspaces.stores import DjangoWorkspaceStore
 from .models import Conversation, Run
 from .services import User, get_conversation
 from .stores import DjangoConversationStore
+from .writer import stored_thinking, write_thinking
 
 __all__ = ["ForkBusy", "cut_snapshot", "fork_conversation"]
 
@@ -96,4 +99,7 @@ def fork_conversation(*, user: User, conversation_id: str, message_id: str) -> C
         )
         copy = cast(ConversationSnapshot, {"id": str(fork.pk), **cut})
         DjangoConversationStore(owner=owner).set_sync(copy)
+        # The answers' reasoning lives beside the kit's messages: copied too (ids past the
+        # cut are not in the fork, and skipped).
+        write_thinking(fork.pk, stored_thinking(source.pk))
     return fork

@@ -5,6 +5,11 @@ The kit's ``ConversationSnapshot`` maps onto rows: a ``Conversation`` (the rollu
 its ``Section``s (each summary with its retained original messages) and its ``Message``s (a
 message with a ``section`` is one of that section's originals; without one it is in the live
 tail). ``conversations.stores.DjangoConversationStore`` keeps them in step with the kit.
+
+A regenerated answer or an edited user message makes ``Branch``es: the alternatives at one
+point of the live tail, one of them chosen. A message of an alternative not chosen is
+``hidden``; ``Message.objects`` never returns it, so the kit, the chat, search, export and
+forks see the chosen branch only (``conversations.branches`` keeps the flags in step).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any, get_args
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from orkestrel.core.messages import MessageRole, is_tool_call, to_outcome
 from orkestrel.core.usage import TokenUsage
@@ -23,6 +28,7 @@ from orkestrel.core.usage import TokenUsage
 __all__ = [
     "Attachment",
     "AuthorityDecision",
+    "Branch",
     "ToolApproval",
     "Conversation",
     "Message",
@@ -211,6 +217,67 @@ class Section(models.Model):
         return f"Section {self.position + 1} of {self.conversation_id}"
 
 
+class Branch(models.Model):
+    """One alternative at a branch point of the live tail: what follows the ``point`` message
+    (an answer regenerated; an edited user message and what followed it).
+
+    A point's alternatives are numbered from 1 in the order they were made, and exactly one is
+    chosen (``active``). A message's ``branch`` is the innermost alternative it belongs to
+    (empty: before every point). An alternative inside one that is not chosen is hidden too.
+    """
+
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="branches",
+        verbose_name="conversation",
+        db_index=False,  # the (conversation, point, index) unique index leads with it
+    )
+    point = models.CharField(
+        "branch point",
+        max_length=ID_LENGTH,
+        blank=True,
+        help_text="The message id its alternatives follow; blank: the conversation's start.",
+    )
+    index = models.PositiveIntegerField("alternative", help_text="1, 2, ... in creation order.")
+    active = models.BooleanField("chosen", default=True)
+    run = models.ForeignKey(
+        "Run",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name="run",
+        help_text="The run that answered in this alternative, when known.",
+    )
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "branch"
+        verbose_name_plural = "branches"
+        ordering = ["conversation_id", "point", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "point", "index"], name="conv_branch_index_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["conversation", "point"],
+                condition=Q(active=True),
+                name="conv_branch_one_chosen",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Alternative {self.index} after {self.point or 'the start'}"
+
+
+class ChosenMessages(models.Manager["Message"]):
+    """The messages on the chosen branch only: what every reader of a conversation sees."""
+
+    def get_queryset(self) -> QuerySet[Message]:
+        return super().get_queryset().filter(hidden=False)
+
+
 class Message(models.Model):
     """One immutable message: in the live tail (``section`` null) or a section's original."""
 
@@ -250,7 +317,37 @@ class Message(models.Model):
         help_text="A tool message's outcome: {kind: value|error|denied|cancelled, reason, rule}.",
     )
     usage = models.JSONField("usage", null=True, blank=True)
+    # Beside the kit's message, never in it: reasoning does not re-enter the conversation (the
+    # model never reads it back); the chat shows it folded above the answer, as it streamed.
+    thinking = models.TextField(
+        "thinking", blank=True, help_text="The reasoning the model separated from this answer."
+    )
+    thinking_ms = models.PositiveIntegerField(
+        "thinking time (ms)",
+        null=True,
+        blank=True,
+        help_text="How long the reasoning streamed; empty when unknown.",
+    )
     created = models.DateTimeField("created", auto_now_add=True)
+    branch = models.ForeignKey(
+        Branch,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="messages",
+        verbose_name="branch",
+        help_text="The innermost alternative it belongs to; empty: before every branch point.",
+    )
+    hidden = models.BooleanField(
+        "hidden",
+        default=False,
+        help_text="On an alternative not chosen: kept, out of the conversation the model sees.",
+    )
+
+    # The first manager is the default one: every reader gets the chosen branch only; the
+    # branch bookkeeping (``conversations.branches``) reads and flips ``every`` row.
+    objects = ChosenMessages()
+    every = models.Manager["Message"]()
 
     class Meta:
         verbose_name = "message"

@@ -25,6 +25,7 @@ from orkestrel.core import THINKING_LEVELS, estimate_messages
 from orkestrel.core import Conversation as KitConversation
 from orkestrel.protocol import (
     ApprovalPayload,
+    BranchPayload,
     ContextPayload,
     MessagePayload,
     PendingPayload,
@@ -36,6 +37,7 @@ from orkestrel.protocol import (
 from workspaces.models import Workspace
 
 from .approvals import pending_approvals
+from .branches import branch_points
 from .models import AuthorityDecision, Conversation, Message, Run, Section
 from .pending import pending_list
 from .render_pool import render_all
@@ -83,6 +85,7 @@ class ConversationState(TypedDict):
     last_run: dict[str, Any] | None
     pending: list[PendingPayload]
     approvals: list[ApprovalPayload]
+    branches: list[BranchPayload]
     earlier: int
 
 
@@ -335,6 +338,8 @@ def message_payload(message: Message, html: str | None = None) -> MessagePayload
         calls=message.calls,
         tool_call_id=message.tool_call_id,
         images_count=len(message.images or ()),
+        thinking=message.thinking,
+        thinking_ms=message.thinking_ms,
     )
 
 
@@ -522,6 +527,8 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
                 else None
             ),
             "summary": conversation.summary,
+            # The active skills, in activation order (a ``skills`` frame updates them).
+            "skills": list(conversation.skills or ()),
         },
         "messages": [message_payload(row, html.messages.get(row.pk, "")) for row in rows[start:]],
         "sections": [section_payload(section, [], html) for section in sections],
@@ -533,5 +540,6 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         "last_run": last_run,
         "pending": list(pending_list(conversation.pk)),
         "approvals": pending_approvals(str(conversation.pk)),
+        "branches": branch_points(conversation.pk, rows, folded=bool(sections)),
         "earlier": start,
     }

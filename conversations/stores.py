@@ -278,8 +278,11 @@ def _locked(
     """The conversation's owner, rollup, highest position and (if asked) message count, with
     the row locked."""
     messages = Message.objects.filter(conversation_id=OuterRef("pk")).order_by()
+    # The top over every row, the messages of alternatives not chosen too: a position names
+    # one message whichever branch is chosen later.
+    every = Message.every.filter(conversation_id=OuterRef("pk")).order_by()
     annotations: dict[str, Subquery] = {
-        "top": Subquery(messages.order_by("-position").values("position")[:1])
+        "top": Subquery(every.order_by("-position").values("position")[:1])
     }
     if count:
         annotations["total"] = Subquery(

@@ -4,8 +4,12 @@ One record per line, in order: the conversation (``{"type": "conversation", "tit
 "profile", "summary"}``), then each folded section (``{"type": "section", "id", "summary"}``)
 followed by its original messages, then the live messages. A message record is the kit's
 message dict (``id``, ``role``, ``content``, ``calls``, ``tool_call_id``, ``images``) with
-``"type": "message"`` and ``"section"`` (the section it was folded into, or ``null``).
+``"type": "message"`` and ``"section"`` (the section it was folded into, or ``null``); an
+answer that reasoned also carries ``"thinking"`` and ``"thinking_ms"`` (kept beside the kit's
+message, never sent back to the model).
 Importing an export makes a new conversation of the importing user with the same records.
+An export holds the chosen branch only: alternatives a regenerate or an edit left (see
+``branches``) stay with the source conversation.
 """
 
 from __future__ import annotations
@@ -25,11 +29,16 @@ from orkestrel.core.messages import MessageInput
 from .models import Conversation
 from .services import User, create_conversation, enabled_profiles, get_conversation
 from .stores import DjangoConversationStore
+from .writer import Thought, stored_thinking, write_thinking
 
 __all__ = ["MAX_RECORDS", "export_records", "import_records"]
 
 # An import holds its records in memory; the request size limit bounds it too.
 MAX_RECORDS = 100_000
+# A record's fields beside the kit's message.
+_NOT_KIT = ("type", "section", "thinking", "thinking_ms")
+# What a ``PositiveIntegerField`` holds on every database.
+_MAX_THINKING_MS = 2_147_483_647
 
 
 def export_records(*, user: User, conversation_id: uuid.UUID | str) -> Iterator[dict[str, Any]]:
@@ -44,12 +53,21 @@ def export_records(*, user: User, conversation_id: uuid.UUID | str) -> Iterator[
     }
     if snapshot is None:
         return
+    thoughts = stored_thinking(conversation.pk)
+
+    def record(section: str | None, message: Any) -> dict[str, Any]:
+        thought = thoughts.get(message["id"])
+        if thought is None:
+            return {"type": "message", "section": section, **message}
+        extra = {"thinking": thought.text, "thinking_ms": thought.ms}
+        return {"type": "message", "section": section, **message, **extra}
+
     for section in snapshot["sections"]:
         yield {"type": "section", "id": section["id"], "summary": section["summary"]}
         for message in section["messages"]:
-            yield {"type": "message", "section": section["id"], **message}
+            yield record(section["id"], message)
     for message in snapshot["messages"]:
-        yield {"type": "message", "section": None, **message}
+        yield record(None, message)
 
 
 def _invalid(line: int, reason: str) -> ValidationError:
@@ -75,7 +93,22 @@ def _parse(lines: list[str]) -> list[dict[str, Any]]:
     return records
 
 
-def _snapshot(records: list[dict[str, Any]], key: str) -> dict[str, Any]:
+def _thought(record: dict[str, Any], number: int) -> Thought | None:
+    """A message record's reasoning, if it carries some."""
+    text, ms = record.get("thinking"), record.get("thinking_ms")
+    if text is None or text == "":
+        return None
+    if not isinstance(text, str) or not (
+        ms is None or (type(ms) is int and 0 <= ms <= _MAX_THINKING_MS)
+    ):
+        raise _invalid(number, "thinking is a string, thinking_ms a count of milliseconds")
+    return Thought(text, ms)
+
+
+def _snapshot(
+    records: list[dict[str, Any]], key: str, thoughts: dict[str, Thought]
+) -> dict[str, Any]:
+    """The kit snapshot the records spell; their reasoning goes into ``thoughts``."""
     sections: dict[str, dict[str, Any]] = {}
     live: list[MessageInput] = []
     for number, record in enumerate(records[1:], 2):
@@ -91,10 +124,13 @@ def _snapshot(records: list[dict[str, Any]], key: str) -> dict[str, Any]:
             message = {
                 name: value
                 for name, value in record.items()
-                if name not in ("type", "section") and value is not None
+                if name not in _NOT_KIT and value is not None
             }
             if not is_message(message):
                 raise _invalid(number, "not a valid message")
+            thought = _thought(record, number)
+            if thought is not None:
+                thoughts[record["id"]] = thought
             section = record.get("section")
             if section is None:
                 live.append(message)
@@ -123,9 +159,12 @@ def import_records(*, user: User, lines: list[str]) -> Conversation:
         profile = enabled_profiles(user).filter(slug=slug).first()
     with transaction.atomic():
         conversation = create_conversation(user=user, profile=profile, title=title or "")
-        snapshot = _snapshot(records, str(conversation.pk))
+        thoughts: dict[str, Thought] = {}
+        snapshot = _snapshot(records, str(conversation.pk), thoughts)
         try:
             DjangoConversationStore(owner=user.pk).set_sync(snapshot)  # type: ignore[arg-type]
         except ValueError as error:
             raise ValidationError({"records": [str(error)]}) from None
+        if thoughts:
+            write_thinking(conversation.pk, thoughts)
     return conversation

@@ -6,6 +6,9 @@ rewritten): a known section whose originals are listed unchanged, checked agains
 ``fingerprint``, is trusted and never read. The statements then run in an order that keeps
 each one exact: deletes over the rows as read, new sections, re-parents (one ranged ``UPDATE``
 per unbroken run of rows), renumbering, dropped sections, inserts.
+
+The reasoning of an answer lives beside the kit's message, never in it (the model never reads
+it back): ``write_thinking`` sets it on rows the snapshot wrote, ``stored_thinking`` reads it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,17 @@ from orkestrel.db import ascending, chunked
 
 from .models import Conversation, Message, Section
 
-__all__ = ["Group", "Stored", "Writer", "fingerprint", "layout", "new_message_row"]
+__all__ = [
+    "Group",
+    "Stored",
+    "Thought",
+    "Writer",
+    "fingerprint",
+    "layout",
+    "new_message_row",
+    "stored_thinking",
+    "write_thinking",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +49,14 @@ class Stored:
     summary: str | None
     top: int
     total: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Thought:
+    """An answer's reasoning as it streamed, and how long it took (``None``: unknown)."""
+
+    text: str
+    ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -299,3 +320,28 @@ def new_message_row(
         tool_call_id=data.get("tool_call_id") or "",
         outcome=data.get("outcome"),
     )
+
+
+def write_thinking(key: uuid.UUID | str, thoughts: Mapping[str, Thought]) -> None:
+    """Set the reasoning of the conversation's messages ``thoughts`` names (by message id); an
+    id not stored (yet) is skipped. One read and one ``UPDATE`` per chunk of messages."""
+    for ids in chunked(list(thoughts)):
+        rows = list(
+            Message.objects.filter(conversation_id=key, message_id__in=ids).only("message_id")
+        )
+        for row in rows:
+            thought = thoughts[row.message_id]
+            row.thinking, row.thinking_ms = thought.text, thought.ms
+        if rows:
+            Message.objects.bulk_update(rows, ["thinking", "thinking_ms"])
+
+
+def stored_thinking(key: uuid.UUID | str) -> dict[str, Thought]:
+    """The reasoning of every message of the conversation that has some, by message id."""
+    rows = (
+        Message.objects.filter(conversation_id=key)
+        .exclude(thinking="")
+        .order_by()
+        .values_list("message_id", "thinking", "thinking_ms")
+    )
+    return {message_id: Thought(text, ms) for message_id, text, ms in rows}

@@ -33,6 +33,8 @@ __all__ = [
     "MAX_IMAGES",
     "SERVER_FRAMES",
     "AbortFrame",
+    "BranchPayload",
+    "BranchesFrame",
     "BlockEndFrame",
     "BlockStartFrame",
     "ApprovalFrame",
@@ -40,6 +42,9 @@ __all__ = [
     "ClientAbort",
     "ClientApprove",
     "ClientCompact",
+    "ClientEdit",
+    "ClientRegenerate",
+    "ClientSelectBranch",
     "ClientPendingPop",
     "ClientFrame",
     "ClientResync",
@@ -64,6 +69,7 @@ __all__ = [
     "RunSnapshot",
     "SectionPayload",
     "ServerFrame",
+    "SkillsFrame",
     "StartedFrame",
     "StateFrame",
     "ThinkFrame",
@@ -82,6 +88,7 @@ __all__ = [
     "check_decision",
     "check_image",
     "check_message",
+    "check_message_id",
     "context_payload",
     "message_payload",
     "parse_client_frame",
@@ -110,7 +117,11 @@ _DEFAULT_MAX_IMAGE_BYTES = 5 * 2**20
 
 
 class MessagePayload(TypedDict):
-    """A committed message; ``html`` is its sanitized rendering ("" where none is shown)."""
+    """A committed message; ``html`` is its sanitized rendering ("" where none is shown).
+
+    ``thinking`` is an answer's reasoning as it streamed ("" when none), ``thinking_ms`` how
+    long it took (``None``: unknown); the model never reads them back.
+    """
 
     id: str
     role: str
@@ -119,6 +130,8 @@ class MessagePayload(TypedDict):
     calls: list[dict[str, Any]] | None
     tool_call_id: str | None
     images_count: int
+    thinking: str
+    thinking_ms: int | None
 
 
 class SectionPayload(TypedDict):
@@ -212,6 +225,18 @@ class ApprovalPayload(TypedDict):
     decided_by: str | None
 
 
+class BranchPayload(TypedDict):
+    """A branch point of the live tail: the alternatives after the message ``point`` (``""``:
+    the start), ``index`` the chosen one of ``count``; ``message`` is the chosen one's first
+    message (``None`` while it holds none) and ``error`` why its run failed ("" if it did not)."""
+
+    point: str
+    message: str | None
+    index: int
+    count: int
+    error: str
+
+
 class ResultPayload(TypedDict):
     content: str
     thinking: str | None
@@ -230,6 +255,8 @@ def message_payload(
     calls: list[dict[str, Any]] | None = None,
     tool_call_id: str | None = None,
     images_count: int = 0,
+    thinking: str = "",
+    thinking_ms: int | None = None,
 ) -> MessagePayload:
     """The one shape of a message on the wire."""
     return {
@@ -240,6 +267,8 @@ def message_payload(
         "calls": calls or None,
         "tool_call_id": tool_call_id or None,
         "images_count": images_count,
+        "thinking": thinking,
+        "thinking_ms": thinking_ms if thinking else None,
     }
 
 
@@ -330,6 +359,8 @@ class StateFrame:
     pending: list[PendingPayload]
     # Tool calls waiting for a person's decision.
     approvals: list[ApprovalPayload]
+    # The branch points of the live tail (regenerated answers, edited messages), in order.
+    branches: list[BranchPayload]
     run: RunSnapshot | None
 
 
@@ -555,6 +586,28 @@ class ApprovalFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SkillsFrame:
+    """The skills active in the conversation (by name, in activation order), to every tab:
+    sent when one activates (``/skill name``, or the model's ``skills`` tool)."""
+
+    type: Literal["skills"] = "skills"
+    run: None = None
+    seq: None = None
+    skills: list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BranchesFrame:
+    """The chosen branch changed (a regenerate, an edit, another alternative chosen), to every
+    tab: the branch points now; the committed messages changed too (a client resyncs)."""
+
+    type: Literal["branches"] = "branches"
+    run: None = None
+    seq: None = None
+    branches: list[BranchPayload]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NoticeFrame:
     """Something the user should know that does not stop the run (``compaction_failed``);
     outside a run (``run`` and ``seq`` null), what a command did (``skill_activated``,
@@ -614,6 +667,8 @@ ServerFrame = (
     | NoticeFrame
     | PendingFrame
     | ApprovalFrame
+    | BranchesFrame
+    | SkillsFrame
     | ErrorFrame
 )
 SERVER_FRAMES: dict[str, type[ServerFrame]] = {
@@ -639,6 +694,8 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "notice": NoticeFrame,
     "pending": PendingFrame,
     "approval": ApprovalFrame,
+    "branches": BranchesFrame,
+    "skills": SkillsFrame,
     "error": ErrorFrame,
 }
 # Field names per frame class, in declaration order (``type`` first), for ``encode``.
@@ -721,6 +778,35 @@ class ClientApprove:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClientRegenerate:
+    """Answer a turn again (``message``: its user message or one of its answer's): a new
+    alternative; the earlier answer stays reachable."""
+
+    type: Literal["regenerate"] = "regenerate"
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientEdit:
+    """Send the user message ``message`` again as ``content``: a new alternative from it, with
+    a new answer; the old message and what followed it stay reachable."""
+
+    type: Literal["edit"] = "edit"
+    message: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientSelectBranch:
+    """Choose alternative ``index`` (from 1) at the branch point ``point`` (a message id, or
+    ``""``: the start): what the chat shows and the model sees from then on."""
+
+    type: Literal["select_branch"] = "select_branch"
+    point: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClientResync:
     """Ask for a fresh ``state`` frame (after a sequence gap)."""
 
@@ -728,7 +814,15 @@ class ClientResync:
 
 
 ClientFrame = (
-    ClientSend | ClientAbort | ClientCompact | ClientPendingPop | ClientApprove | ClientResync
+    ClientSend
+    | ClientAbort
+    | ClientCompact
+    | ClientPendingPop
+    | ClientApprove
+    | ClientRegenerate
+    | ClientEdit
+    | ClientSelectBranch
+    | ClientResync
 )
 CLIENT_FRAMES: dict[str, type[ClientFrame]] = {
     "send": ClientSend,
@@ -736,6 +830,9 @@ CLIENT_FRAMES: dict[str, type[ClientFrame]] = {
     "compact": ClientCompact,
     "pending_pop": ClientPendingPop,
     "approve": ClientApprove,
+    "regenerate": ClientRegenerate,
+    "edit": ClientEdit,
+    "select_branch": ClientSelectBranch,
     "resync": ClientResync,
 }
 
@@ -869,6 +966,8 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
         return ClientPendingPop()
     if kind == "approve":
         return _approve_frame(data)
+    if kind in ("regenerate", "edit", "select_branch"):
+        return _branch_frame(kind, data, limits)
     return ClientResync()
 
 
@@ -902,6 +1001,34 @@ def _approve_frame(data: Mapping[str, Any]) -> ClientApprove:
         data.get("decision"), data.get("reason"), data.get("arguments"), prefix="approve."
     )
     return ClientApprove(id=approval, decision=decision, reason=reason, arguments=arguments)
+
+
+def check_message_id(value: object, name: str, *, blank: bool = False) -> str:
+    """Validate a message id a frame or request names (``blank``: ``""`` is allowed)."""
+    if (
+        not isinstance(value, str)
+        or len(value) > 255
+        or not encodable(value)
+        or not (value or blank)
+    ):
+        raise FrameError("invalid", f"{name} must be a message id")
+    return value
+
+
+def _branch_frame(
+    kind: str, data: Mapping[str, Any], limits: Limits
+) -> ClientRegenerate | ClientEdit | ClientSelectBranch:
+    if kind == "select_branch":
+        point = check_message_id(data.get("point"), "select_branch.point", blank=True)
+        index = data.get("index")
+        if type(index) is not int or index < 1:
+            raise FrameError("invalid", "select_branch.index must be an alternative's number")
+        return ClientSelectBranch(point=point, index=index)
+    message = check_message_id(data.get("message"), f"{kind}.message")
+    if kind == "regenerate":
+        return ClientRegenerate(message=message)
+    content, _ = check_message(data.get("content"), None, limits, prefix="edit.")
+    return ClientEdit(message=message, content=content)
 
 
 def _short(value: object) -> str:

@@ -279,7 +279,25 @@ ORKESTREL = {
     # taken over (its process or worker is gone): a lost worker's job moves within seconds.
     "JOB_HEARTBEAT_SECONDS": env.float("ORKESTREL_JOB_HEARTBEAT_SECONDS", default=2.0),
     "JOB_STALE_SECONDS": env.float("ORKESTREL_JOB_STALE_SECONDS", default=10.0),
+    # Where chat and API runs execute: "web" (the process that took the message) or "workers"
+    # (Celery's, on the job leases above; web processes then only hold sockets and streams).
+    "RUNS_ON": env("ORKESTREL_RUNS_ON", default="web"),
 }
+if ORKESTREL["RUNS_ON"] not in ("web", "workers"):
+    raise ImproperlyConfigured(
+        f"ORKESTREL_RUNS_ON is {ORKESTREL['RUNS_ON']!r}: it must be 'web' or 'workers'."
+    )
+_runs_need = {
+    "CELERY_BROKER_URL": (_celery_broker, "the broker that hands them runs"),
+    "REDIS_URL": (REDIS_URL, "the channel layer their frames reach the web processes through"),
+}
+_runs_missing = [f"{name} ({why})" for name, (value, why) in _runs_need.items() if not value]
+if ORKESTREL["RUNS_ON"] == "workers" and _runs_missing:
+    raise ImproperlyConfigured(
+        "ORKESTREL_RUNS_ON=workers runs chats on Celery workers: set "
+        + " and ".join(_runs_missing)
+        + "."
+    )
 
 # Celery (README, "Workers"): read by ``orkestrel.celery`` as ``<name>`` for each
 # ``CELERY_<NAME>``. Without a broker nothing is sent and no worker is needed.

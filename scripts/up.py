@@ -35,6 +35,9 @@ DEFAULTS = {
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/orkestrel",
     "REDIS_URL": "redis://127.0.0.1:6379/0",
     "CELERY_BROKER_URL": "redis://127.0.0.1:6379/1",
+    # The setup this command shows: chat and API runs on the workers, the web processes only
+    # holding sockets and streams (``web`` runs them in the web processes again).
+    "ORKESTREL_RUNS_ON": "workers",
 }
 POSTGRES = ("postgres", "postgresql", "pgsql")
 # The services' default ports, by URL scheme: what to check before anything starts.

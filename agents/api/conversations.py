@@ -27,6 +27,7 @@ from rest_framework.response import Response
 
 from conversations import services, transfer
 from conversations.attachments import attach_image, discard_attachments, resolve_attachments
+from conversations.branches import NoSuchBranch, NotBranchable, conversation_branches
 from conversations.forks import ForkBusy, fork_conversation
 from conversations.models import Conversation
 from conversations.pending import PendingFull, pending_list
@@ -50,13 +51,17 @@ from .serializers import (
     MESSAGE_ANSWERED,
     AttachmentSerializer,
     AttachmentUploadSerializer,
+    BranchChoiceSerializer,
+    BranchesSerializer,
     CompactSerializer,
     ConversationSerializer,
     ConversationUpdateSerializer,
+    EditSerializer,
     FoldedSerializer,
     ForkSerializer,
     MessageCreateSerializer,
     PendingSerializer,
+    RunSerializer,
     SectionOriginalsSerializer,
     SectionsSerializer,
     TakenSerializer,
@@ -65,6 +70,11 @@ from .serializers import (
 from .sse import HEARTBEAT_SECONDS, EventStreamRenderer, event_stream
 
 __all__ = ["ConversationViewSet"]
+
+
+_MESSAGE_ID = OpenApiParameter(
+    "message_id", str, OpenApiParameter.PATH, description="A message id of the conversation."
+)
 
 
 class NewestFirst(CursorPagination):
@@ -90,7 +100,7 @@ class ConversationViewSet(
     """The user's conversations, newest first; a conversation's messages (sending one starts a
     run) are on the database thread."""
 
-    database_thread = frozenset({"messages"})
+    database_thread = frozenset({"messages", "regenerate", "edit"})
 
     serializer_class = ConversationSerializer
     pagination_class = NewestFirst
@@ -351,6 +361,147 @@ class ConversationViewSet(
         response = Response(body, status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
         return response
+
+    # -- alternatives: regenerated answers, edited messages ------------------------------------
+
+    @extend_schema(
+        summary="Answer a turn again (a new alternative)",
+        description=(
+            "Starts a new run answering the turn of `message_id` (its user message, or any "
+            "message of its answer) again, as a new alternative of that answer; the earlier one "
+            "stays stored and reachable (`GET …/branches/`, `POST …/branches/` to choose it). "
+            "The model sees the chosen branch only. Answers `202` with the run. Only turns of the "
+            "live tail (not folded into a section) can be redone; `409` while a run is going."
+        ),
+        request=None,
+        parameters=[_MESSAGE_ID],
+        responses={
+            202: examples.answer(RunSerializer, examples.REGENERATED),
+            **examples.refusals(
+                examples.NO_CONVERSATION,
+                examples.NO_BRANCH_MESSAGE,
+                examples.NOT_BRANCHABLE,
+                examples.BUSY,
+                examples.TOO_MANY_RUNS,
+                examples.RUN_FAILED,
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"], url_path=r"messages/(?P<message_id>[^/]+)/regenerate")
+    def regenerate(self, request: Request, pk: str, message_id: str) -> Any:
+        conversation = _conversation(request, pk)
+        work = self.service.regenerate(
+            user_id=user_id(request), conversation_id=str(conversation.pk), message=message_id
+        )
+        return Deferred(self, work, lambda outcome: self._redone(request, outcome))
+
+    @extend_schema(
+        summary="Edit a user message and send it again (a new alternative)",
+        description=(
+            "Stores `content` as a new user message in place of `message_id` (its images "
+            "stay) and starts a run answering it: a new alternative from that message. The "
+            "old message and everything after it stay stored and reachable as the other "
+            "alternative. Answers `202` with the run; `409` while a run is going."
+        ),
+        request=examples.body(EditSerializer, examples.REWORDED),
+        parameters=[_MESSAGE_ID],
+        responses={
+            202: examples.answer(RunSerializer, examples.EDITED_RUN),
+            **examples.refusals(
+                examples.REWORDED_INVALID,
+                examples.NO_CONVERSATION,
+                examples.NO_BRANCH_MESSAGE,
+                examples.NOT_EDITABLE,
+                examples.BUSY,
+                examples.TOO_MANY_RUNS,
+                examples.RUN_FAILED,
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"], url_path=r"messages/(?P<message_id>[^/]+)/edit")
+    def edit(self, request: Request, pk: str, message_id: str) -> Any:
+        serializer = EditSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        conversation = _conversation(request, pk)
+        work = self.service.edit(
+            user_id=user_id(request),
+            conversation_id=str(conversation.pk),
+            message=message_id,
+            content=serializer.validated_data["content"],
+        )
+        return Deferred(self, work, lambda outcome: self._redone(request, outcome))
+
+    def _redone(self, request: Request, outcome: Callable[[], Any]) -> Response:
+        """The answer to a regenerate or an edit, once the run service started its run."""
+        try:
+            handle = outcome()
+        except NoSuchBranch as error:
+            raise NotFound(str(error)) from None
+        except NotBranchable as error:
+            raise Conflict(str(error), code="not_branchable") from None
+        except Busy as error:
+            raise Conflict(str(error)) from None
+        except TooManyRuns as error:
+            raise TooManyRunsError(str(error)) from None
+        except StartFailed:
+            raise RunFailed() from None
+        except NoProfileError as error:
+            raise exceptions.ValidationError({"profile": [str(error)]}) from None
+        response = Response(run_body(request, handle.id), status=status.HTTP_202_ACCEPTED)
+        response["Location"] = reverse("api-run-detail", args=[handle.id])
+        return response
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The branch points of the live tail",
+        description=(
+            "Where a regenerated answer or an edited message left alternatives: after which "
+            "message (`point`), which one is chosen (`index`) of how many (`count`), and the "
+            "chosen one's first message."
+        ),
+        responses={
+            200: examples.answer(BranchesSerializer, examples.BRANCHES),
+            **examples.refusals(examples.NO_CONVERSATION),
+        },
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Choose an alternative at a branch point",
+        description=(
+            "Chooses alternative `index` after the message `point`, durably: the chat shows it, "
+            "a reload keeps it, and the next message continues from it (the model sees the "
+            "chosen branch only). Answers the branch points now; `409` while a run is going."
+        ),
+        request=examples.body(BranchChoiceSerializer, examples.CHOOSE_BRANCH),
+        responses={
+            200: examples.answer(BranchesSerializer, examples.BRANCH_CHOSEN),
+            **examples.refusals(
+                examples.BRANCH_CHOICE_INVALID,
+                examples.NO_CONVERSATION,
+                examples.NO_BRANCH,
+                examples.BUSY,
+            ),
+        },
+    )
+    @action(detail=True, methods=["get", "post"])
+    def branches(self, request: Request, pk: str) -> Response:
+        conversation = _conversation(request, pk)
+        if request.method == "GET":
+            return Response({"branches": conversation_branches(conversation.pk)})
+        serializer = BranchChoiceSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            branches = async_to_sync(self.service.select_branch)(
+                user_id=user_id(request),
+                conversation_id=str(conversation.pk),
+                point=serializer.validated_data["point"],
+                index=serializer.validated_data["index"],
+            )
+        except NoSuchBranch as error:
+            raise NotFound(str(error)) from None
+        except Busy as error:
+            raise Conflict(str(error)) from None
+        return Response({"branches": branches})
 
     @extend_schema(
         methods=["GET"],

@@ -214,6 +214,8 @@ USER_MESSAGE: MessagePayload = {
     "calls": None,
     "tool_call_id": None,
     "images_count": 0,
+    "thinking": "",
+    "thinking_ms": None,
 }
 ANSWER: MessagePayload = {
     "id": ANSWER_ID,
@@ -223,6 +225,8 @@ ANSWER: MessagePayload = {
     "calls": None,
     "tool_call_id": None,
     "images_count": 0,
+    "thinking": "Dates known; suggest a few sights per day.",
+    "thinking_ms": 1840,
 }
 EARLIER: MessagePayload = {
     "id": "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b",
@@ -232,6 +236,8 @@ EARLIER: MessagePayload = {
     "calls": None,
     "tool_call_id": None,
     "images_count": 0,
+    "thinking": "",
+    "thinking_ms": None,
 }
 SECTION: SectionPayload = {
     "id": SECTION_ID,
@@ -257,6 +263,7 @@ def _conversation(**changes: Any) -> dict[str, Any]:
         "model": "",
         "thinking": "",
         "read_only": False,
+        "skills": [],
         "forked_from": None,
         "created": CREATED,
         "updated": LATER,
@@ -548,6 +555,48 @@ NOT_RETRYABLE = Refusal(
     code="not_retryable",
 )
 AFTER_INVALID = invalid("Not an event id", after=["Must be an event id (an integer)."])
+
+# -- alternatives: regenerated answers, edited messages ------------------------------------------
+
+FIRST_ANSWER_ID = "c4d5e6f7-0a1b-4c2d-8e3f-9a0b1c2d3e4f"
+REGENERATED = example(
+    "A new answer, running",
+    _run(id=RUN_ID + 1, status="running", stop_reason="", content="", finished=None),
+)
+EDITED_RUN = example(
+    "The edited message's answer, running",
+    _run(id=RUN_ID + 1, status="running", stop_reason="", content="", finished=None),
+)
+NO_BRANCH_MESSAGE = not_found(
+    f"no message {ANSWER_ID!r} in the live part of this conversation", "No such live message"
+)
+NOT_BRANCHABLE = Refusal(
+    status=409,
+    name="No turn to answer again",
+    detail="no user message of this turn is in the live conversation",
+    code="not_branchable",
+)
+NOT_EDITABLE = Refusal(
+    status=409,
+    name="Not a user message",
+    detail="only a user message can be edited",
+    code="not_branchable",
+)
+REWORDED = example("New wording", {"content": "What should I pack for Porto in May?"})
+REWORDED_INVALID = invalid("No text", content=["This field may not be blank."])
+BRANCHES_VALUE = [
+    {"point": USER_MESSAGE_ID, "message": ANSWER_ID, "index": 2, "count": 2, "error": ""}
+]
+BRANCHES = example("One answer regenerated", {"branches": BRANCHES_VALUE})
+CHOOSE_BRANCH = example("The first answer", {"point": USER_MESSAGE_ID, "index": 1})
+BRANCH_CHOSEN = example(
+    "The first answer, chosen",
+    {"branches": [{**BRANCHES_VALUE[0], "index": 1, "message": FIRST_ANSWER_ID}]},
+)
+BRANCH_CHOICE_INVALID = invalid(
+    "No alternative 0", index=["Ensure this value is greater than or equal to 1."]
+)
+NO_BRANCH = not_found("no alternative 3 at that point", "No such alternative")
 
 # -- workspace files ------------------------------------------------------------------------------
 

@@ -114,6 +114,11 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     )
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
     usage = serializers.SerializerMethodField()
+    skills = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="The skills active in this conversation, in activation order.",
+    )
     forked_from = serializers.SerializerMethodField()
     # DRF's metaclass pops declared fields off the class, so ``self.context`` stays the
     # serializer's context at run time; the stubs see this field shadowing ``Field.context``.
@@ -129,6 +134,7 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
             "model",
             "thinking",
             "read_only",
+            "skills",
             "forked_from",
             "created",
             "updated",
@@ -141,6 +147,7 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
             "model",
             "thinking",
             "read_only",
+            "skills",
             "forked_from",
             "created",
             "updated",
@@ -218,6 +225,50 @@ class MessageCreateSerializer(serializers.Serializer[Any]):
         return value
 
 
+class EditSerializer(serializers.Serializer[Any]):
+    """The edited text of a user message (its images stay)."""
+
+    content = serializers.CharField(max_length=None)
+
+    def validate_content(self, value: str) -> str:
+        return MessageCreateSerializer().validate_content(value)
+
+
+class BranchSerializer(serializers.Serializer[Any]):
+    """A branch point of the live tail and its alternatives."""
+
+    point = serializers.CharField(
+        allow_blank=True, help_text="The message the alternatives follow (empty: the start)."
+    )
+    message = serializers.CharField(
+        allow_null=True,
+        help_text="The chosen alternative's first message (null while it holds none).",
+    )
+    index = serializers.IntegerField(help_text="The chosen alternative, from 1.")
+    count = serializers.IntegerField(help_text="How many alternatives there are.")
+    error = serializers.CharField(
+        allow_blank=True, help_text="Why the chosen alternative's run failed (empty if not)."
+    )
+
+
+class BranchesSerializer(serializers.Serializer[Any]):
+    """The branch points of the live tail, in order."""
+
+    branches = BranchSerializer(many=True)
+
+
+class BranchChoiceSerializer(serializers.Serializer[Any]):
+    """Which alternative to choose at a branch point."""
+
+    point = serializers.CharField(
+        allow_blank=True,
+        max_length=255,
+        trim_whitespace=False,
+        help_text="The branch point's message id (empty: the start).",
+    )
+    index = serializers.IntegerField(min_value=1, help_text="The alternative, from 1.")
+
+
 class AttachmentSerializer(serializers.Serializer[Any]):
     """An image uploaded for the next message."""
 
@@ -279,6 +330,14 @@ class MessageSerializer(serializers.Serializer[Any]):
     )
     tool_call_id = serializers.CharField(allow_null=True, help_text="A tool result's call.")
     images_count = serializers.IntegerField()
+    thinking = serializers.CharField(
+        allow_blank=True,
+        help_text="An answer's reasoning as it streamed (empty when none); never sent back "
+        "to the model.",
+    )
+    thinking_ms = serializers.IntegerField(
+        allow_null=True, help_text="How long the reasoning took, in milliseconds (null: unknown)."
+    )
 
 
 class SectionSerializer(serializers.Serializer[Any]):

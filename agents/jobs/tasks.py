@@ -1,13 +1,13 @@
 """The Celery side of agent jobs: the task that runs one job by id on a worker.
 
-A worker process runs every job it takes on one asyncio event loop, in a thread of its own
-(``WorkerLoop``): jobs wait on model servers, not on the CPU, so one loop carries many of
-them, with one heartbeat for all, the shared database thread and pooled HTTP clients. The
-pool's threads (``CELERY_WORKER_POOL = "threads"``) each hand a message's job to that loop and
-block until it has settled, so the message is acknowledged only then (``acks_late``): a
-worker lost mid-job leaves its message to the broker and its job's lease to expire.
+A worker process runs every job it takes on its one event loop (``orkestrel.celery``'s
+``WorkerLoop``, shared with chat runs), through this module's part of it (``JobWorker``): one
+job service, whose heartbeat keeps every held job alive. Each pool thread hands a message's job
+to the loop and blocks until it has settled, so the message is acknowledged only then
+(``acks_late``): a worker lost mid-job leaves its message to the broker and its job's lease to
+expire.
 
-The loop also sweeps (``JobService.sweep``): every half staleness it frees the jobs of lost
+The part also sweeps (``JobService.sweep``): every half staleness it frees the jobs of lost
 workers and sends them again, whichever worker or process had them.
 """
 
@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import threading
-import uuid
-from collections.abc import Coroutine
 from typing import Any
 
 from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
-from orkestrel.celery import app
+from orkestrel.celery import WorkerLoop, app, stop_worker_loop, worker_loop
 
 from .service import RUN_JOB, JobService, spawn
 
-__all__ = ["WorkerLoop", "run_job", "worker_loop"]
+__all__ = ["JobWorker", "job_worker", "run_job"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,57 +32,32 @@ logger = logging.getLogger(__name__)
 UNBOUNDED = 1_000_000
 
 
-class WorkerLoop:
-    """A worker process's event loop for its jobs, running in a daemon thread.
+class JobWorker:
+    """The jobs' part of a worker loop: a job service holding rows as the worker, and its
+    sweep."""
 
-    ``owner`` names the worker on the rows it holds: its Celery node name, pid and a nonce.
-    """
-
-    def __init__(self, node: str) -> None:
-        self.pid = os.getpid()
-        owner = f"{node[:40]}:{self.pid}:{uuid.uuid4().hex[:8]}"
+    def __init__(self, owner: str) -> None:
         self.service = JobService(owner=owner, workers=True, concurrency=UNBOUNDED)
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="orkestrel-jobs", daemon=True
-        )
-        self._thread.start()
-        self._sweeper = self.call(self._start_sweeping())
+        self._sweeper: asyncio.Task[None] | None = None
 
-    def call[T](self, work: Coroutine[Any, Any, T]) -> T:
-        """Run ``work`` on the loop and wait for its result (from any other thread)."""
-        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
+    @classmethod
+    async def start(cls, worker: WorkerLoop) -> JobWorker:
+        """Made on the loop: the sweep starts at once."""
+        part = cls(worker.owner)
+        part._sweeper = spawn(part.service.sweep())
+        return part
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         """Stop the sweep and the jobs still running (they stay open, for other workers)."""
-        self.call(self._stop())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
-
-    async def _start_sweeping(self) -> asyncio.Task[None]:
-        return spawn(self.service.sweep())
-
-    async def _stop(self) -> None:
-        self._sweeper.cancel()
-        await asyncio.gather(self._sweeper, return_exceptions=True)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
         await self.service.shutdown()
 
 
-_worker: WorkerLoop | None = None
-_worker_lock = threading.Lock()
-
-
-def worker_loop(node: str) -> WorkerLoop:
-    """This process's ``WorkerLoop``, started at the first call (``node``: the worker's name).
-
-    A process forked from one that had a loop (the ``prefork`` pool) starts its own: the
-    parent's loop thread did not come along.
-    """
-    global _worker
-    with _worker_lock:
-        if _worker is None or _worker.pid != os.getpid():
-            _worker = WorkerLoop(node)
-        return _worker
+def job_worker(node: str) -> JobWorker:
+    """This worker process's ``JobWorker`` (``node``: the worker's name)."""
+    return worker_loop(node).part("jobs", JobWorker.start)
 
 
 @app.task(name=RUN_JOB, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -96,8 +67,9 @@ def run_job(self: Task, job_id: str) -> str:
     Idempotent by id: a message for a settled job, or for one another live worker holds,
     does nothing (a lost holder's job is sent again once its lease expires).
     """
-    worker = worker_loop(self.request.hostname or "celery")
-    verdict = worker.call(worker.service.run_here(job_id))
+    node = self.request.hostname or "celery"
+    part = job_worker(node)
+    verdict = worker_loop(node).call(part.service.run_here(job_id))
     logger.info("agent job %s: %s", job_id, verdict)
     return verdict
 
@@ -106,13 +78,9 @@ def run_job(self: Task, job_id: str) -> str:
 def _start_at_once(sender: Any = None, **_: Any) -> None:
     # Sweep from the start (``sender`` is the worker's consumer): a worker started after
     # another was lost takes its jobs over even before a message reaches it.
-    worker_loop(getattr(sender, "hostname", None) or "celery")
+    job_worker(getattr(sender, "hostname", None) or "celery")
 
 
 @worker_shutdown.connect
 def _stop(**_: Any) -> None:
-    global _worker
-    with _worker_lock:
-        worker, _worker = _worker, None
-    if worker is not None:
-        worker.stop()
+    stop_worker_loop()

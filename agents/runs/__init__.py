@@ -7,9 +7,15 @@ each finished message at once and checkpoints the in-flight answer every second.
 
 Modules: ``service`` (what front doors call: start, follow, cancel, wait), ``manager`` (the
 runs' lifecycle), ``active`` (one streaming run), ``pacing`` (when its next text frame may
-go), ``fanout`` (delivery to this process's sockets), ``relay`` (both halves of the
-cross-process relay), ``checkpoints``, ``timings``, ``records`` (the database rows and
-start-up recovery), ``payloads`` (frame payloads), ``groups`` (layer groups).
+go), ``fanout`` (delivery to this process's sockets), ``relay`` (the owner's half of the
+cross-process relay, and each process's one relay channel), ``routes`` (where a tick's frames
+cross the layer: one message per listening process), ``follow`` (following a run another
+process holds, from a sequence number), ``checkpoints``, ``timings``, ``records`` (the
+database rows and start-up recovery), ``payloads`` (frame payloads), ``groups`` (layer
+groups). With
+``ORKESTREL_RUNS_ON=workers`` runs execute on Celery workers: ``handoff`` (what a web process
+hands a worker), ``workers`` (the rows: queueing, claiming, taking over), ``tasks`` (the task
+and the worker's part).
 """
 
 from .active import ActiveRun

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from conversations.approvals import Decided, HeldCall, hold_calls
+from conversations.writer import Thought, write_thinking
 from orkestrel.core import (
     AgentResult,
     Channel,
+    Message,
     ThinkChunk,
     TokenChunk,
     TokenUsage,
@@ -37,6 +39,7 @@ from orkestrel.protocol import (
     RunSnapshot,
     SectionPayload,
     ServerFrame,
+    SkillsFrame,
     StartedFrame,
     ThinkFrame,
     TokenFrame,
@@ -56,6 +59,7 @@ from orkestrel.protocol import (
 from orkestrel.providers.base import CallDelta, HttpProvider
 
 from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
+from ..runtime.builtins.skills import NAME as SKILLS_TOOL
 from ..runtime.client_tools import HANDOFF_STOP
 from ..runtime.session import ChatSession
 from ..runtime.usage import UsageRecorder
@@ -122,6 +126,8 @@ class ActiveRun:
     tools: list[ToolPayload] = field(default_factory=list)
     # Ids of the messages already announced as committed.
     committed: set[str] = field(default_factory=set)
+    # How many of the run's assistant messages took their reasoning: the k-th is request k's.
+    _claimed: int = 0
     task: asyncio.Task[None] | None = None
     # The conversation's cumulative usage, as of the start of the run plus this run's calls.
     total: TokenUsage = field(default_factory=TokenUsage)
@@ -153,6 +159,13 @@ class ActiveRun:
     def thinking(self) -> str:
         return joined(self.reasoning)
 
+    @property
+    def unclaimed_thinking(self) -> str:
+        """The reasoning no committed message holds yet: the in-flight answer's."""
+        if self.lifecycle is None:
+            return self.thinking
+        return self.lifecycle.thinking_from(self._claimed)
+
     def snapshot(self) -> RunSnapshot:
         """The in-flight answer exactly as of ``seq``.
 
@@ -164,7 +177,7 @@ class ActiveRun:
             "id": self.run_id,
             "seq": self.seq,
             "content": self.content,
-            "thinking": self.thinking,
+            "thinking": self.unclaimed_thinking,
             "tools": list(self.tools),
         }
 
@@ -406,6 +419,7 @@ class ActiveRun:
                 # The assistant turn with its calls and this tool message are now final.
                 await self._commit()
                 self.answer.clear()
+                self._skills_changed(chunk)
             elif kind is RequestStarted:
                 lifecycle.request_started(chunk.turn)
             elif kind is Turned:
@@ -424,6 +438,17 @@ class ActiveRun:
                     total=usage_payload(self.total, prices.cost_after(spec.cost, self.spent)),
                     context=self._context(),
                 )
+
+    def _skills_changed(self, chunk: ToolChunk) -> None:
+        """The model activated skills (its ``skills`` tool): every tab shows them active."""
+        value = chunk.result.value
+        if chunk.call.name != SKILLS_TOOL or not isinstance(value, dict):
+            return
+        active = value.get("active")
+        if value.get("activated") and isinstance(active, list):
+            self.manager.publish(
+                self.conversation_id, encode(SkillsFrame(skills=[str(name) for name in active]))
+            )
 
     async def _take_pending(self, turned: Turned) -> None:
         """Between turns: the messages sent meanwhile join the run as one user message."""
@@ -471,16 +496,43 @@ class ActiveRun:
         fresh = [
             m for m in self.session.agent.context.messages.messages() if m.id not in self.committed
         ]
+        thoughts = self._claim(fresh)
+
+        def write() -> None:
+            # In the transaction that wrote the messages: none shows without its reasoning.
+            write_thinking(self.conversation_id, thoughts)
+            if then is not None:
+                then()
+
         payload = await self.session.commit(
-            usage, then, (lambda: committed_payload(fresh)) if fresh else None
+            usage,
+            write if thoughts else then,
+            (lambda: committed_payload(fresh, thoughts)) if fresh else None,
         )
         if fresh:
             self.committed.update(m.id for m in fresh)
             self.emit(CommittedFrame, messages=payload)
 
+    def _claim(self, fresh: Sequence[Message]) -> dict[str, Thought]:
+        """The reasoning each new assistant message keeps, by message id: the run's k-th
+        assistant message is its k-th model request's answer."""
+        lifecycle = self.lifecycle
+        thoughts: dict[str, Thought] = {}
+        if lifecycle is None:
+            return thoughts
+        for message in fresh:
+            if message.role != "assistant":
+                continue
+            thought = lifecycle.take(self._claimed)
+            self._claimed += 1
+            if thought is not None:
+                thoughts[message.id] = thought
+        return thoughts
+
     def checkpoint(self) -> tuple[int, str, str] | None:
-        """The in-flight text to save, or ``None`` when nothing changed since the last save."""
-        content, thinking = self.content, self.thinking
+        """The in-flight text to save (the answer and reasoning no committed message holds
+        yet), or ``None`` when nothing changed since the last save."""
+        content, thinking = self.content, self.unclaimed_thinking
         size = len(content) + len(thinking)
         if size == self._saved:
             return None

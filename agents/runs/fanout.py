@@ -1,7 +1,8 @@
 """Local fan-out: every frame of a conversation, in order, to each subscriber in this process.
 
 One queue and one task deliver every frame; a subscriber that fails (a closed socket) is
-skipped, never the others. Frames to share with other processes are handed on to ``forward``.
+skipped, never the others. Frames to share with other processes are handed on to ``forward``;
+frames of runs held elsewhere arrive here from the relay (``Relay.follow``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ __all__ = ["FanOut", "Subscriber", "spawn"]
 logger = logging.getLogger(__name__)
 
 Subscriber = Callable[[dict[str, Any]], Awaitable[None]]
+# Frames delivered in a row before the loop gets a turn.
+YIELD_EVERY = 256
 
 
 def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
@@ -59,8 +62,17 @@ class FanOut:
         self._outbox.put_nowait((conversation_id, frame, share))
 
     async def _deliver(self, outbox: asyncio.Queue[tuple[str, dict[str, Any], bool]]) -> None:
+        delivered = 0
         while True:
+            if outbox.empty():
+                delivered = 0  # the wait below gives the loop its turn
+            elif delivered >= YIELD_EVERY:
+                # A socket's send rarely waits: a burst (a relay message carrying hundreds of
+                # frames) would otherwise hold the loop, and the layer's reads behind it.
+                delivered = 0
+                await asyncio.sleep(0)
             conversation_id, frame, share = await outbox.get()
+            delivered += 1
             for subscriber in list(self._subscribers.get(conversation_id, ())):
                 try:
                     await subscriber(frame)

@@ -6,6 +6,9 @@ when something else begins, and ``request_start`` / ``request_done`` / ``request
 around each model request. The run feeds it what it handles, in stream order, and it emits
 through the run (so buffered deltas go out first and every frame keeps its place).
 
+It also keeps what each request thought and how long (``take``): an answer's reasoning is
+stored with its assistant message, as the chat showed it live.
+
 Markers the run puts in its own chunk stream, so that events the kit reports outside the
 stream (a request starts; calls start running) keep their place among the chunks:
 ``RequestStarted`` and ``Executing``.
@@ -17,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from conversations.writer import Thought
 from orkestrel.core import TokenUsage, ToolCall
 from orkestrel.protocol import (
     BlockEndFrame,
@@ -55,11 +59,13 @@ class Lifecycle:
         "_cap",
         "_emit",
         "_index",
+        "_latest",
         "_now",
         "_parts",
         "_started",
+        "_thinking",
+        "_thinking_ms",
         "_turn",
-        "seconds",
     )
 
     def __init__(self, emit: Emit, now: Callable[[], float], cap: int) -> None:
@@ -71,8 +77,11 @@ class Lifecycle:
         self._parts: list[str] = []
         self._started = 0.0
         self._turn: int | None = None
-        # How long each thinking block took, in order (kept with its assistant message).
-        self.seconds: list[float] = []
+        # The request the deltas belong to (the open one, else the last one opened).
+        self._latest = 0
+        # Each request's reasoning and how long its thinking blocks took, by request turn.
+        self._thinking: dict[int, list[str]] = {}
+        self._thinking_ms: dict[int, int] = {}
 
     def text(self, content: str) -> None:
         self._delta("text", content)
@@ -87,6 +96,8 @@ class Lifecycle:
             self._index += 1
             self._emit(BlockStartFrame, index=self._index, block=kind)
         self._parts.append(content)
+        if kind == "thinking":
+            self._thinking.setdefault(self._latest, []).append(content)
 
     def close_block(self) -> None:
         """The open block ends (something other than its deltas came)."""
@@ -95,7 +106,8 @@ class Lifecycle:
             return
         seconds = round(self._now() - self._started, 3)
         if kind == "thinking":
-            self.seconds.append(seconds)
+            spent = self._thinking_ms.get(self._latest, 0)
+            self._thinking_ms[self._latest] = spent + round(seconds * 1000)
         self._block = None
         content, self._parts = "".join(self._parts), []
         # A long block's text stays with its deltas: one frame must stay under a socket's
@@ -103,9 +115,29 @@ class Lifecycle:
         whole = content if len(content) <= self._cap else None
         self._emit(BlockEndFrame, index=self._index, block=kind, content=whole, seconds=seconds)
 
+    def take(self, turn: int) -> Thought | None:
+        """What request ``turn`` thought (its blocks joined) and how long, handed over once
+        (its answer keeps it); ``None``: nothing."""
+        text = self._text(turn)
+        self._thinking.pop(turn, None)
+        return Thought(text, self._thinking_ms.pop(turn, None)) if text else None
+
+    def thinking_from(self, turn: int) -> str:
+        """The reasoning of request ``turn`` and of every later one, joined."""
+        return "".join(self._text(key) for key in sorted(self._thinking) if key >= turn)
+
+    def _text(self, turn: int) -> str:
+        # Joined once and kept joined: a checkpoint reads it every second.
+        parts = self._thinking.get(turn)
+        if not parts:
+            return ""
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0]
+
     def request_started(self, turn: int) -> None:
         self.request_done()
-        self._turn = turn
+        self._turn = self._latest = turn
         self._emit(RequestStartFrame, turn=turn)
 
     def request_done(self, usage: TokenUsage | None = None) -> None:

@@ -2,7 +2,9 @@
 
 It starts runs (at most one per conversation), stops and compacts them, and composes the
 parts that serve them: local fan-out (``fanout``), the cross-process relay (``relay``),
-checkpoints (``checkpoints``) and pacing (``pacing``), all timed by one ``RunTimings``.
+checkpoints (``checkpoints``) and pacing (``pacing``), all timed by one ``RunTimings``. With
+runs on workers, a web process's manager stores the message and opens the run as ever, then
+hands it to the broker (``Dispatched``); the worker's own manager ``adopt``s it.
 """
 
 from __future__ import annotations
@@ -11,30 +13,37 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from conversations.approvals import ready_runs
+from conversations.branches import Redo
 from conversations.pending import has_pending
-from orkestrel.core import Message, mint_id
+from orkestrel.core import Message, TokenUsage, mint_id
 from orkestrel.db import in_thread
 from orkestrel.protocol import ApprovalFrame, PendingFrame, encode
 
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
+from ..runtime.spec import LoadedSession
 from ..runtime.summarizer import make_summarizer
 from ..runtime.usage import UsageRecorder
 from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
 from .errors import Busy, NothingPending, NotPaused, StartFailed, TooManyRuns
 from .fanout import FanOut, Subscriber, spawn
+from .groups import join_group
+from .handoff import Handoff
 from .payloads import compaction_payload
 from .records import ConversationSeed, RunLimits, finish_run, prepare_run, save_events
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
+from .workers import prepare_queued, publish_run
 
-__all__ = ["MANUAL_KEEP", "RECENT_RUNS", "Busy", "RunManager", "run_manager"]
+__all__ = ["MANUAL_KEEP", "RECENT_RUNS", "Busy", "Dispatched", "RunManager", "run_manager"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,19 +53,48 @@ MANUAL_KEEP = 2
 RECENT_RUNS = 256
 
 
-class RunManager:
-    """Every run of this process, keyed by conversation; at most one run per conversation."""
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """A run handed to the Celery workers: its id, and its first frame as the worker sends it
+    (``frames[0]``, as an ``ActiveRun``'s)."""
 
-    def __init__(self, *, origin: str | None = None, timings: RunTimings = DEFAULT_TIMINGS) -> None:
+    run_id: int
+    conversation_id: str
+    frames: tuple[dict[str, Any], ...]
+
+
+class RunManager:
+    """Every run of this process, keyed by conversation; at most one run per conversation.
+
+    ``workers`` says whether runs go to Celery workers instead of running here (``None``:
+    ``ORKESTREL["RUNS_ON"]`` decides, at each start); a worker's own manager runs them here,
+    and ``share_all`` publishes all their frames to the layer (``Relay``).
+    """
+
+    def __init__(
+        self,
+        *,
+        origin: str | None = None,
+        timings: RunTimings = DEFAULT_TIMINGS,
+        workers: bool | None = None,
+        share_all: bool = False,
+    ) -> None:
         self.origin = origin or uuid.uuid4().hex
         self.timings = timings
+        self._workers = workers
         self._runs: dict[str, ActiveRun] = {}
         # The same runs by run id, and the most recently settled ones (oldest first).
         self._by_run: dict[int, ActiveRun] = {}
         self._recent: dict[int, ActiveRun] = {}
         self._starting: set[str] = set()
-        self.relay = Relay(self, origin=self.origin, timings=timings)
-        self._fanout = FanOut(self.relay.forward)
+        # Frames of this process's runs reach other processes through the relay; frames of
+        # runs held elsewhere reach this process's subscribers through the same fan-out.
+        self._fanout = FanOut(
+            lambda conversation_id, frame: self.relay.forward(conversation_id, frame)
+        )
+        self.relay = Relay(
+            self, self._fanout, origin=self.origin, timings=timings, share_all=share_all
+        )
         self._checkpoints = Checkpointer(
             timings.checkpoint,
             rows=lambda: [row for run in list(self._runs.values()) if (row := run.checkpoint())],
@@ -73,9 +111,20 @@ class RunManager:
     def active(self, conversation_id: str) -> ActiveRun | None:
         return self._runs.get(conversation_id)
 
+    def running(self) -> list[ActiveRun]:
+        """Every run this process holds now."""
+        return list(self._runs.values())
+
     def run(self, run_id: int) -> ActiveRun | None:
         """The run ``run_id`` if this process runs it or settled it recently."""
         return self._by_run.get(run_id) or self._recent.get(run_id)
+
+    @property
+    def on_workers(self) -> bool:
+        """Whether this process hands its runs to Celery workers rather than running them."""
+        if self._workers is not None:
+            return self._workers
+        return bool(settings.ORKESTREL.get("RUNS_ON") == "workers")
 
     def busy(self, conversation_id: str) -> bool:
         return conversation_id in self._runs or conversation_id in self._starting
@@ -109,17 +158,21 @@ class RunManager:
         results: Mapping[str, str] | None = None,
         from_pending: bool = False,
         resume: int | None = None,
-    ) -> ActiveRun:
-        """Persist the user message, then start a run. Raises ``Busy`` while one runs.
+        redo: Redo | None = None,
+    ) -> ActiveRun | Dispatched:
+        """Persist the user message, then start a run (here, or handed to the workers: then
+        ``Dispatched``). Raises ``Busy`` while one runs.
 
         ``content=None`` answers the history as it stands; ``seed`` creates the conversation
         first; ``overrides`` are the run's changes to its profile; ``results`` are the client's
         tool results (call id to output) for the calls the conversation waits for; ``resume``
-        is a run paused for approvals whose calls are all decided (this run applies them).
+        is a run paused for approvals whose calls are all decided (this run applies them);
+        ``redo`` makes the run a new alternative (a regenerated answer, an edited message).
         """
         if self.busy(conversation_id):
             raise Busy("a reply is still running in this conversation")
         self.sweeper.ensure()
+        workers = self.on_workers
         self._starting.add(conversation_id)
         try:
             message = (
@@ -127,11 +180,13 @@ class RunManager:
                 if content is not None
                 else None
             )
-            # One database hop: load everything, make the user message durable, open the run.
+            # One database hop: load everything, make the user message durable, open the run
+            # (queued for the workers, when they run it).
             limits = RunLimits(
                 per_user=settings.ORKESTREL.get("MAX_RUNS_PER_USER", 0), stale=self.timings.stale
             )
-            loaded, run_id, usage, user_payload, title, decisions = await in_thread(prepare_run)(
+            prepare = prepare_queued if workers else prepare_run
+            loaded, run_id, usage, user_payload, title, decisions = await in_thread(prepare)(
                 conversation_id,
                 user_id,
                 message,
@@ -142,35 +197,80 @@ class RunManager:
                 results=results,
                 from_pending=from_pending,
                 resume=resume,
+                redo=redo,
             )
-            try:
-                session = await ChatSession.from_loaded(loaded, overrides)
-            except Exception as error:
-                # The profile cannot be built (an operator's configuration): the message is
-                # stored, the run ends as an error at once instead of holding the slot.
-                logger.exception("run %s could not start", run_id)
-                reason = str(error) or type(error).__name__
-                await in_thread(finish_run)(run_id, "error", None, reason)
-                raise StartFailed(reason) from error
-            session.run_id = run_id
-            active = ActiveRun(self, session, run_id, conversation_id, decisions=decisions)
-            active.committed = {m.id for m in session.agent.context.messages.messages()}
-            active.total = usage
-            session.agent.context.messages.emitter.on(
-                "compact",
-                lambda section: active.compacted(compaction_payload(section)),
+            handoff = Handoff(
+                run_id=run_id,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                message=user_payload,
+                nonce=nonce,
+                title=title,
+                overrides=overrides,
+                decisions=decisions,
             )
-            self._runs[conversation_id] = active
-            self._by_run[run_id] = active
-            self._checkpoints.ensure()
-            self.relay.announce(active)
+            if workers:
+                return await self._dispatch(handoff)
+            active = await self._launch(handoff, loaded, usage)
         finally:
             self._starting.discard(conversation_id)
-        active.started(user_payload, nonce, title)
         active.task = spawn(active.drive())
         return active
 
-    async def next_from_pending(self, user_id: int, conversation_id: str) -> ActiveRun | None:
+    async def adopt(self, handoff: Handoff, loaded: LoadedSession) -> ActiveRun:
+        """Run here a run another process opened and handed over (a worker's part: the run's
+        row is claimed, ``loaded`` read in that hop). ``StartFailed`` as for ``start``."""
+        self.sweeper.ensure()
+        active = await self._launch(handoff, loaded, loaded.spec.usage)
+        active.task = spawn(active.drive())
+        return active
+
+    async def _launch(
+        self, handoff: Handoff, loaded: LoadedSession, usage: TokenUsage
+    ) -> ActiveRun:
+        """Build the run's live agent and hold it here; its ``started`` frame is out once
+        this returns (its drive is the caller's to spawn)."""
+        run_id, conversation_id = handoff.run_id, handoff.conversation_id
+        try:
+            session = await ChatSession.from_loaded(loaded, handoff.overrides)
+        except Exception as error:
+            # The profile cannot be built (an operator's configuration): the message is
+            # stored, the run ends as an error at once instead of holding the slot.
+            logger.exception("run %s could not start", run_id)
+            reason = str(error) or type(error).__name__
+            await in_thread(finish_run)(run_id, "error", None, reason)
+            raise StartFailed(reason) from error
+        session.run_id = run_id
+        active = ActiveRun(self, session, run_id, conversation_id, decisions=handoff.decisions)
+        active.committed = {m.id for m in session.agent.context.messages.messages()}
+        active.total = usage
+        session.agent.context.messages.emitter.on(
+            "compact",
+            lambda section: active.compacted(compaction_payload(section)),
+        )
+        self._runs[conversation_id] = active
+        self._by_run[run_id] = active
+        self._checkpoints.ensure()
+        self.relay.announce(active)
+        active.started(handoff.message, handoff.nonce, handoff.title)
+        return active
+
+    async def _dispatch(self, handoff: Handoff) -> Dispatched:
+        """Send the opened run to the workers; if the broker refuses, the run ends as an
+        error at once (its message is stored) and ``StartFailed`` says so."""
+        try:
+            # The broker's client blocks: in a thread of its own, not the database thread.
+            await asyncio.to_thread(publish_run, handoff)
+        except Exception as error:
+            logger.exception("run %s could not be sent to the workers", handoff.run_id)
+            reason = "the reply could not be handed to a worker"
+            await in_thread(finish_run)(handoff.run_id, "error", None, reason)
+            raise StartFailed(reason) from error
+        return Dispatched(handoff.run_id, handoff.conversation_id, (handoff.started(),))
+
+    async def next_from_pending(
+        self, user_id: int, conversation_id: str
+    ) -> ActiveRun | Dispatched | None:
         """Start the conversation's next run from its pending messages, if it has any and is
         free (here and in every other process); the run, or ``None``."""
         if self.busy(conversation_id) or not await in_thread(has_pending)(conversation_id):
@@ -190,7 +290,9 @@ class RunManager:
         self.publish(conversation_id, encode(PendingFrame(messages=[], taken=[])))
         return active
 
-    async def resume(self, user_id: int, conversation_id: str, run_id: int) -> ActiveRun | None:
+    async def resume(
+        self, user_id: int, conversation_id: str, run_id: int
+    ) -> ActiveRun | Dispatched | None:
         """Go on after the paused run ``run_id``, whose calls are all decided: the new run, or
         ``None`` when another start (here or elsewhere) went on already."""
         try:
@@ -216,9 +318,28 @@ class RunManager:
         """Stop the conversation's run (its partial answer is kept); whether one was running."""
         active = self._runs.get(conversation_id)
         if active is None:
+            if self.on_workers:
+                # Its run is on a worker: the stop goes there through the layer (whether one
+                # runs is for the worker to know: its ``abort`` frame confirms).
+                self.relay.background(self._cancel_remote(conversation_id, reason))
+                return True
             return False
         active.session.agent.abort(reason)
         return True
+
+    async def _cancel_remote(self, conversation_id: str, reason: str) -> None:
+        try:
+            await get_channel_layer().group_send(
+                join_group(conversation_id),
+                {
+                    "type": "run.cancel",
+                    "conversation": conversation_id,
+                    "origin": self.origin,
+                    "reason": reason,
+                },
+            )
+        except Exception:  # noqa: BLE001 - the user can press stop again
+            logger.warning("sending a stop to the workers failed", exc_info=True)
 
     async def compact(self, *, user_id: int, conversation_id: str, focus: str | None) -> Any:
         """Fold the conversation's older history now (with an optional focus)."""
@@ -258,6 +379,14 @@ class RunManager:
             await in_thread(save_events)(active.run_id, active.frames)
         except Exception:  # noqa: BLE001 - replay from the database is lost, the run is not
             logger.warning("storing the frames of run %s failed", active.run_id, exc_info=True)
+
+    async def shutdown(self) -> None:
+        """Stop this manager's runs where they are (a worker's warm shutdown): their rows
+        stay open, their heartbeats stop, and another worker takes them over."""
+        tasks = [active.task for active in self._runs.values() if active.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def wait(self, conversation_id: str) -> None:
         """Wait for the conversation's run (if any) to settle."""

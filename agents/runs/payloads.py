@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from conversations.render_pool import render_all
+from conversations.writer import Thought
 from orkestrel.core import Message
 from orkestrel.protocol import MessagePayload, SectionPayload, message_payload
 
@@ -22,7 +24,7 @@ def compaction_payload(section: Any) -> SectionPayload:
     }
 
 
-def _payload(message: Message, html: str = "") -> MessagePayload:
+def _payload(message: Message, html: str = "", thought: Thought | None = None) -> MessagePayload:
     return message_payload(
         id=message.id,
         role=message.role,
@@ -31,6 +33,8 @@ def _payload(message: Message, html: str = "") -> MessagePayload:
         calls=[c.to_dict() for c in message.calls] if message.calls else None,
         tool_call_id=message.tool_call_id,
         images_count=len(message.images or ()),
+        thinking=thought.text if thought is not None else "",
+        thinking_ms=thought.ms if thought is not None else None,
     )
 
 
@@ -44,10 +48,14 @@ def reason_text(reason: object) -> str:
     return reason if isinstance(reason, str) else "aborted"
 
 
-def committed_payload(messages: list[Message]) -> list[MessagePayload]:
-    """The ``committed`` frame's messages; blocks on rendering (call it off the event loop)."""
+def committed_payload(
+    messages: list[Message], thoughts: Mapping[str, Thought] | None = None
+) -> list[MessagePayload]:
+    """The ``committed`` frame's messages with their reasoning (``thoughts``, by message id);
+    blocks on rendering (call it off the event loop)."""
+    thoughts = thoughts or {}
     answers = [m for m in messages if m.role == "assistant"]
     html = dict(
         zip([id(m) for m in answers], render_all([m.content for m in answers]), strict=True)
     )
-    return [_payload(m, html.get(id(m), "")) for m in messages]
+    return [_payload(m, html.get(id(m), ""), thoughts.get(m.id)) for m in messages]

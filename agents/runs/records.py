@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,10 +12,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from conversations.approvals import Decided, take_decisions
+from conversations.branches import Redo, start_alternative
 from conversations.models import Conversation, Run
 from conversations.pending import merged, take_pending
 from conversations.services import UNFINISHED, fill_tool_results
 from conversations.stores import DjangoConversationStore
+from conversations.writer import Thought, write_thinking
 from orkestrel.core import (
     AgentResult,
     ConversationSnapshot,
@@ -310,6 +312,7 @@ def prepare_run(
     results: Mapping[str, str] | None = None,
     from_pending: bool = False,
     resume: int | None = None,
+    redo: Redo | None = None,
 ) -> tuple[LoadedSession, int, TokenUsage, MessagePayload | None, str, tuple[Decided, ...]]:
     """Take the run slot, load the session and store the user message, in one transaction.
 
@@ -320,7 +323,10 @@ def prepare_run(
     stores nothing. ``from_pending`` makes the message of the conversation's pending messages,
     merged (``NothingPending`` when there are none). ``resume`` is a run paused for approvals
     whose calls are all decided: its decisions come back, for the new run to apply
-    (``NotPaused`` when it goes on already). Few statements on
+    (``NotPaused`` when it goes on already). ``redo`` makes the run a new alternative: of a
+    turn's answer (``message`` is ``None``), or of an edited user message (``message`` is the
+    edit, with the original's images); ``NoSuchBranch``, ``NotBranchable`` refuse it. Few
+    statements on
     purpose: each one hands the GIL to the event loop and waits to get it back, so under load
     a start's wall time grows with its statement count.
     """
@@ -357,6 +363,11 @@ def prepare_run(
                     spec = load_spec(conversation_id, user_id)
                     _check_clash(spec, clients)
                     run_id = _open_run(conversation_id, user_id, holder, limits, request)
+                    if redo is not None:
+                        # The slot is this run's now: nothing else branches or answers meanwhile.
+                        images = start_alternative(conversation_id, redo, run_id)
+                        if message is not None and images and not message.images:
+                            message = replace(message, images=images)
                     stored: ConversationSnapshot | None
                     if message is not None:
                         # An append, not a ``set``: the history is read under the append's lock.
@@ -452,5 +463,8 @@ def _interrupt(run: Run) -> None:
         snapshot = store.get_sync(str(run.conversation_id))
         if snapshot is not None:
             conversation = create_conversation(snapshot=snapshot)
-            conversation.add({"role": "assistant", "content": run.content})
+            message = conversation.add({"role": "assistant", "content": run.content})
             store.set_sync(conversation.snapshot())
+            if run.thinking:
+                # The checkpoint's reasoning is the in-flight answer's (its duration unknown).
+                write_thinking(run.conversation_id, {message.id: Thought(run.thinking)})

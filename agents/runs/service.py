@@ -15,17 +15,27 @@ from typing import Any, assert_never
 from channels.layers import get_channel_layer
 
 from conversations.approvals import Decision, decide, pending_approvals
+from conversations.branches import (
+    BranchBusy,
+    Redo,
+    conversation_branches,
+    retry_point,
+    select_branch,
+)
 from conversations.pending import pop_pending, queue_pending
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ApprovalFrame,
     ApprovalPayload,
+    BranchesFrame,
+    BranchPayload,
     CompactionFrame,
     MessagePayload,
     NoticeFrame,
     PendingFrame,
     PendingPayload,
     SectionPayload,
+    SkillsFrame,
     encode,
 )
 
@@ -34,6 +44,7 @@ from ..runtime.overrides import RunOverrides
 from ..runtime.skills import Activation, activate_skills
 from .commands import Compact, Continue, LoadSkill, Say
 from .errors import Busy
+from .follow import follow_remote
 from .groups import is_shared, join_group
 from .manager import RunManager, run_manager
 from .payloads import compaction_payload
@@ -45,7 +56,6 @@ from .records import (
     run_conversation,
     stored_events,
 )
-from .relay import follow_remote
 from .submissions import Repeat, read_submission
 
 __all__ = ["TERMINAL", "Compacted", "Queued", "RunHandle", "RunService", "run_service"]
@@ -96,13 +106,15 @@ class RunService:
         seed: ConversationSeed | None = None,
         overrides: RunOverrides | None = None,
         results: Mapping[str, str] | None = None,
+        redo: Redo | None = None,
     ) -> RunHandle:
         """Store the user message durably, then start its run (``Busy`` while one runs).
 
         ``content=None`` answers the history as it stands; ``seed`` creates the conversation
         with the run (a request that brings its history); ``overrides`` change the profile for
         this run (``ToolClash`` when a client tool has a profile tool's name); ``results``
-        fill in the client tool calls the conversation waits for (``UnknownToolCall``).
+        fill in the client tool calls the conversation waits for (``UnknownToolCall``);
+        ``redo`` makes the run a new alternative (``regenerate``, ``edit``).
         """
         active = await self.manager.start(
             user_id=user_id,
@@ -113,6 +125,7 @@ class RunService:
             seed=seed,
             overrides=overrides,
             results=results,
+            redo=redo,
         )
         message: MessagePayload | None = active.frames[0]["message"]
         return RunHandle(active.run_id, conversation_id, message)
@@ -163,6 +176,10 @@ class RunService:
                     conversation_id,
                     encode(NoticeFrame(code=activation.code, message=activation.message)),
                 )
+                if activation.added:
+                    self.manager.publish(
+                        conversation_id, encode(SkillsFrame(skills=list(activation.active)))
+                    )
                 return activation
             case unknown:
                 assert_never(unknown)
@@ -221,13 +238,67 @@ class RunService:
     async def retry(self, *, user_id: int, record: RunRecord) -> RunHandle:
         """Answer again after a failed, stopped or interrupted run (the latest of its
         conversation): a new run on the history as it stands, the partial answer included.
-        ``ValueError`` says why a run cannot be retried; ``Busy`` while one runs."""
+        A failed run's turn branches: the failed attempt stays reachable as the alternative
+        before the new answer. ``ValueError`` says why a run cannot be retried; ``Busy``
+        while one runs."""
         refusal = await in_thread(retryable)(record)
         if refusal is not None:
             raise ValueError(refusal)
-        return await self.start(
-            user_id=user_id, conversation_id=record.conversation_id, content=None
+        point = await in_thread(retry_point)(record.conversation_id)
+        if record.status != "error" or point is None:
+            return await self.start(
+                user_id=user_id, conversation_id=record.conversation_id, content=None
+            )
+        return await self._redo(
+            user_id, record.conversation_id, Redo("regenerate", point, failed=record.id), None
         )
+
+    async def regenerate(self, *, user_id: int, conversation_id: str, message: str) -> RunHandle:
+        """Answer the turn of ``message`` (its user message, or one of its answer's) again: a
+        new alternative, chosen; the earlier answer stays stored and reachable. ``Busy``
+        while a run is going; ``NoSuchBranch`` (not a live message of the chosen branch),
+        ``NotBranchable`` refuse it."""
+        return await self._redo(user_id, conversation_id, Redo("regenerate", message), None)
+
+    async def edit(
+        self, *, user_id: int, conversation_id: str, message: str, content: str
+    ) -> RunHandle:
+        """Send the user message ``message`` again as ``content`` (trimmed; ``ValueError`` when
+        empty): a new alternative from it, with a new answer; the old message and what
+        followed it stay reachable. Refusals as ``regenerate``'s."""
+        text = content.strip()
+        if not text:
+            raise ValueError("an edited message needs content")
+        return await self._redo(user_id, conversation_id, Redo("edit", message), text)
+
+    async def _redo(
+        self, user_id: int, conversation_id: str, redo: Redo, content: str | None
+    ) -> RunHandle:
+        handle = await self.start(
+            user_id=user_id, conversation_id=conversation_id, content=content, redo=redo
+        )
+        await self._announce_branches(conversation_id)
+        return handle
+
+    async def select_branch(
+        self, *, user_id: int, conversation_id: str, point: str, index: int
+    ) -> list[BranchPayload]:
+        """Choose alternative ``index`` at the branch point ``point`` of one of the user's
+        conversations, durably; every tab hears of it. The branch points now; ``Busy`` while
+        a run is going, ``NoSuchBranch`` for another user's conversation or an unknown point
+        or alternative."""
+        if self.manager.busy(conversation_id):
+            raise Busy("a reply is still running in this conversation")
+        try:
+            await in_thread(select_branch)(conversation_id, point, index, owner=user_id)
+        except BranchBusy as error:
+            raise Busy(str(error)) from None
+        return await self._announce_branches(conversation_id)
+
+    async def _announce_branches(self, conversation_id: str) -> list[BranchPayload]:
+        branches = await in_thread(conversation_branches)(conversation_id)
+        self.manager.publish(conversation_id, encode(BranchesFrame(branches=branches)))
+        return branches
 
     async def get(self, *, user_id: int, run_id: int) -> RunRecord:
         """The user's run ``run_id`` as stored (``LookupError`` if absent or someone else's)."""
@@ -284,8 +355,7 @@ class RunService:
                 return await in_thread(stored_events)(run_id) is not None
 
             async for frame in follow_remote(
-                layer,
-                origin=self.manager.origin,
+                self.manager.relay,
                 run_id=run_id,
                 conversation_id=conversation_id,
                 after=after,

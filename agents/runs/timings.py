@@ -53,6 +53,10 @@ class RunTimings:
     join_timeout: float = 2.0
     # Group sends to the shared layer in flight at once (per process).
     relay_sends: int = 32
+    # How long frames for the layer gather before they go (0: at once). A worker's runs all
+    # cross the layer, and a web process takes its messages one Redis round trip each: on
+    # workers, frames wait this long so that each message carries several.
+    relay_batch: float = 0.0
 
 
 DEFAULT_TIMINGS = RunTimings()

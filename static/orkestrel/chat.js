@@ -13,7 +13,10 @@ import { APPLY, GAP, RunTracker } from "./protocol.js";
 import {
   el,
   fillOriginals,
+  messageAction,
+  renderBranchNav,
   renderEarlier,
+  renderEditor,
   renderMessage,
   renderSection,
   renderToolCard,
@@ -269,6 +272,17 @@ function showPending(messages) {
   pendingBox.hidden = messages.length === 0;
 }
 
+// -- active skills: chips beside the title, kept in step by `state` and `skills` frames ----
+
+const skillsBox = document.getElementById("skills");
+
+function showSkills(names) {
+  if (!skillsBox || !Array.isArray(names)) return;
+  const chips = names.map((name) => el("li", { className: "skill-chip", "data-testid": "skill", text: String(name) }));
+  skillsBox.querySelector(".skill-list").replaceChildren(...chips);
+  skillsBox.hidden = chips.length === 0;
+}
+
 // -- approvals: tool calls an `ask` rule held, waiting for a person ------------------------
 
 const approvals = new ApprovalPanel({ send: (frame) => send(frame), notify, before: pendingBox });
@@ -294,10 +308,12 @@ function renderState(state) {
   }
   transcript.replaceChildren(...nodes);
   showRunNote(state.last_run);
+  showSkills(state.conversation?.skills || []);
   showPending(state.pending || []);
   approvals.show(state.approvals || []);
   showUsage(state.usage);
   showContext(state.context);
+  showBranches(state);
 }
 
 function startLive(runId) {
@@ -446,6 +462,14 @@ const handlers = {
   approval(frame) {
     approvals.show(frame.approvals || []);
   },
+  branches(frame) {
+    // The chosen branch changed (here or in another tab): the messages shown did too.
+    branchPoints = frame.branches || [];
+    send({ type: "resync" });
+  },
+  skills(frame) {
+    showSkills(frame.skills || []);
+  },
   pending(frame) {
     showPending(frame.messages || []);
     if (frame.taken && frame.taken.length) restoreDraft(frame.taken.join("\n\n"));
@@ -537,6 +561,7 @@ function handle(frame) {
   const wasNear = nearBottom();
   handler(frame, reconnected);
   markAnswer();
+  if (BRANCH_FRAMES.has(frame.type)) afterBranchFrame(frame);
   if (frame.type !== "state") follow(wasNear);
   showJump();
 }
@@ -789,6 +814,122 @@ transcript.addEventListener("click", async (event) => {
   } catch (error) {
     button.disabled = false;
     notify(error.message);
+  }
+});
+
+// -- alternatives: regenerate an answer, edit a message, flip between them (`< 1/2 >`) -------
+
+let branchPoints = []; // the state's `branches`: {point, message, index, count, error}
+const userTexts = new Map(); // user message id -> its text, for the editor
+// Frames after which the transcript's branch controls are laid out again.
+const BRANCH_FRAMES = new Set(["state", "started", "committed", "finish", "error"]);
+
+function showBranches(state) {
+  branchPoints = state.branches || [];
+  for (const message of state.messages || []) {
+    if (message.role === "user" && message.id) userTexts.set(message.id, message.content);
+  }
+  layOutBranches();
+}
+
+function afterBranchFrame(frame) {
+  if (frame.message?.role === "user") userTexts.set(frame.message.id, frame.message.content);
+  for (const message of frame.messages || []) {
+    if (message.role === "user") userTexts.set(message.id, message.content);
+  }
+  layOutBranches();
+  // A refused edit (a reply is running) can be sent again.
+  if (frame.type === "error") {
+    for (const button of transcript.querySelectorAll(".msg-editor [data-testid=edit-send]")) button.disabled = false;
+  }
+}
+
+/** Put the `< i/n >` switches, the Edit buttons and the latest answer's Regenerate in place. */
+function layOutBranches() {
+  const stale = ":scope > .msg > .branch-nav, :scope > .msg > .msg-regenerate, :scope > .msg > .msg-edit";
+  for (const node of transcript.querySelectorAll(stale)) node.remove();
+  const items = topItems().filter((li) => li.classList.contains("msg") && li.dataset.messageId);
+  const byId = new Map(items.map((li) => [li.dataset.messageId, li]));
+  for (const branch of branchPoints) {
+    // On the chosen alternative's first message: the one after the point, once it has one
+    // (a new answer committed since the state came); until then, under the point.
+    const point = byId.get(branch.point);
+    const next = point ? items[items.indexOf(point) + 1] : null;
+    const first = byId.get(branch.message) || next;
+    const shown = first ? { ...branch, message: first.dataset.messageId } : branch;
+    const li = first || point;
+    if (li) li.append(renderBranchNav(shown));
+  }
+  for (const li of items) {
+    if (li.dataset.role === "user") li.append(messageAction("edit", li.dataset.messageId, "Edit"));
+  }
+  const last = items[items.length - 1];
+  const streaming = Boolean(live && !live.settled);
+  if (last && last.dataset.role === "assistant" && !streaming && !last.classList.contains("is-live")) {
+    last.append(messageAction("regenerate", last.dataset.messageId, "Regenerate"));
+  }
+}
+
+function openEditor(li, messageId) {
+  if (li.querySelector(":scope > .msg-editor")) return;
+  const body = li.querySelector(":scope > .msg-body");
+  const editor = renderEditor(messageId, userTexts.get(messageId) ?? body?.textContent ?? "");
+  if (body) body.hidden = true;
+  li.querySelector(":scope > .msg-role").after(editor);
+  const field = editor.querySelector("textarea");
+  field.focus();
+  field.setSelectionRange(field.value.length, field.value.length);
+}
+
+function closeEditor(editor) {
+  const body = editor.parentElement?.querySelector(":scope > .msg-body");
+  if (body) body.hidden = false;
+  editor.remove();
+}
+
+transcript.addEventListener("click", (event) => {
+  const step = event.target.closest(".branch-step");
+  if (step && !step.disabled) {
+    const frame = { type: "select_branch", point: step.dataset.point, index: Number(step.dataset.index) };
+    if (!send(frame)) notify("Not connected right now; reconnecting…", "warning");
+    return;
+  }
+  const cancel = event.target.closest(".msg-editor-cancel");
+  if (cancel) {
+    closeEditor(cancel.closest(".msg-editor"));
+    return;
+  }
+  const action = event.target.closest("[data-action]");
+  if (!action) return;
+  if (action.dataset.action === "edit") {
+    openEditor(action.closest(".msg"), action.dataset.message);
+  } else if (action.dataset.action === "regenerate") {
+    if (send({ type: "regenerate", message: action.dataset.message })) action.disabled = true;
+    else notify("Not connected right now; reconnecting…", "warning");
+  }
+});
+
+transcript.addEventListener("submit", (event) => {
+  const editor = event.target.closest(".msg-editor");
+  if (!editor) return;
+  event.preventDefault();
+  const content = editor.querySelector("textarea").value.trim();
+  if (!content) return;
+  if (!send({ type: "edit", message: editor.dataset.message, content })) {
+    notify("Not connected right now; your edit is still in the box. Reconnecting…", "warning");
+    return;
+  }
+  // The `branches` frame that follows brings the new alternative (and this editor goes).
+  editor.querySelector("[data-testid=edit-send]").disabled = true;
+});
+
+transcript.addEventListener("keydown", (event) => {
+  const field = event.target.closest(".msg-editor-input");
+  if (!field) return;
+  if (event.key === "Escape") closeEditor(field.closest(".msg-editor"));
+  else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    field.form.requestSubmit();
   }
 });
 

@@ -2,7 +2,16 @@
 // calls, then more text); each turn gets its own `li.msg-assistant`, as the committed messages
 // will, so the page looks the same before and after a `state` re-render.
 
-import { el, fillBody, fillToolCard, forkButton, renderToolCard, thinkingLabel } from "./render.js";
+import {
+  el,
+  fillBody,
+  fillToolCard,
+  forkButton,
+  renderThinking,
+  renderToolCard,
+  thinkingLabel,
+  thinkingSeconds,
+} from "./render.js";
 
 export class LiveRun {
   /**
@@ -12,7 +21,7 @@ export class LiveRun {
   constructor(id, transcript) {
     this.id = String(id);
     this.transcript = transcript;
-    this.turns = []; // {li, body, text, thinking, thinkingText, cards: Map, messageId}
+    this.turns = []; // {li, body, text, thinking, thinkingText, thinkingSeconds, cards: Map, messageId}
     this.settled = false;
     this.aborted = null; // the reason of an `abort` frame
     this.exhausted = undefined; // the limit of an `exhaust` frame
@@ -29,7 +38,16 @@ export class LiveRun {
       el("div", { className: "msg-role", text: "Assistant" }),
     );
     this.transcript.append(li);
-    const turn = { li, body: null, text: null, thinking: null, thinkingText: null, cards: new Map(), messageId: null };
+    const turn = {
+      li,
+      body: null,
+      text: null,
+      thinking: null,
+      thinkingText: null,
+      thinkingSeconds: 0,
+      cards: new Map(),
+      messageId: null,
+    };
     this.turns.push(turn);
     return turn;
   }
@@ -58,25 +76,29 @@ export class LiveRun {
   think(content) {
     let turn = this.current;
     if (!turn || turn.cards.size || turn.body || turn.messageId) turn = this._turn();
-    if (!turn.thinking) {
-      turn.thinkingText = document.createTextNode("");
-      turn.thinking = el(
-        "details",
-        { className: "thinking", "data-testid": "thinking" },
-        el("summary", { text: "Thinking" }),
-        el("div", { className: "thinking-body" }, turn.thinkingText),
-      );
-      turn.li.insertBefore(turn.thinking, turn.li.querySelector(":scope > .msg-role").nextSibling);
-    }
-    turn.thinkingText.appendData(content);
+    this._thinking(turn).appendData(content);
   }
 
-  /** A thinking block ended after `seconds`: its summary says how long it took. */
+  /** The turn's reasoning block (made on first use, as a stored message shows it); its text. */
+  _thinking(turn) {
+    if (!turn.thinking) {
+      turn.thinkingText = document.createTextNode("");
+      turn.thinking = renderThinking("", thinkingLabel());
+      turn.thinking.querySelector(".thinking-body").append(turn.thinkingText);
+      turn.li.insertBefore(turn.thinking, turn.li.querySelector(":scope > .msg-role").nextSibling);
+    }
+    return turn.thinkingText;
+  }
+
+  /** A thinking block ended after `seconds`: its turn's summary says how long it thought. */
   thought(seconds) {
     for (let index = this.turns.length - 1; index >= 0; index -= 1) {
-      const summary = this.turns[index].thinking?.querySelector("summary");
+      const turn = this.turns[index];
+      const summary = turn.thinking?.querySelector("summary");
       if (summary) {
-        summary.textContent = thinkingLabel(seconds);
+        // A turn's blocks add up, as the stored message counts them.
+        if (typeof seconds === "number" && Number.isFinite(seconds)) turn.thinkingSeconds += seconds;
+        summary.textContent = thinkingLabel(turn.thinkingSeconds);
         return;
       }
     }
@@ -191,6 +213,11 @@ export class LiveRun {
         turn.li.dataset.messageId = message.id;
         turn.li.classList.remove("is-live");
         if (!turn.li.querySelector(".msg-fork")) turn.li.append(forkButton(message.id));
+        if (message.thinking) {
+          // The stored reasoning and its duration: the turn reads as it will after a reload.
+          this._thinking(turn).data = message.thinking;
+          turn.thinking.querySelector("summary").textContent = thinkingLabel(thinkingSeconds(message), true);
+        }
         if (message.content) fillBody(this._body(turn), message);
         else if (turn.body && !turn.text.data) {
           turn.body.remove();

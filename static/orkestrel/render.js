@@ -38,10 +38,28 @@ export function prettyJson(value) {
   }
 }
 
-/** "Thinking (3.2 s)": a thinking block's summary once its duration is known. */
-export function thinkingLabel(seconds) {
-  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return "Thinking";
-  return `Thinking (${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s)`;
+/**
+ * A thinking block's summary: "Thinking" while it streams, "Thought for 3.2 s" once its
+ * duration is known ("Thought" for a stored one whose duration is not).
+ */
+export function thinkingLabel(seconds, done = false) {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return done ? "Thought" : "Thinking";
+  return `Thought for ${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
+}
+
+/** A message's stored thinking duration (`thinking_ms`) in seconds, or undefined. */
+export function thinkingSeconds(message) {
+  return typeof message.thinking_ms === "number" ? message.thinking_ms / 1000 : undefined;
+}
+
+/** The collapsed reasoning of an answer (live or stored: the one shape of both). */
+export function renderThinking(text, label) {
+  return el(
+    "details",
+    { className: "thinking", "data-testid": "thinking" },
+    el("summary", { text: label }),
+    el("div", { className: "thinking-body", text }),
+  );
 }
 
 /** Fill a message body with sanitized server HTML, or plain text when there is none. */
@@ -98,16 +116,14 @@ export function fillToolCard(card, tool) {
   }
   card.append(head);
   if (tool.display && tool.display.kind === "delegate" && typeof tool.display.job === "string") {
-    // A child run (the delegate tool): its profile, how it ended, and its job. Jobs have no
-    // transcript page yet: the link opens the job's JSON.
+    // A child run (the delegate tool): its profile, how it ended, and its job's transcript.
     const { job, profile, status } = tool.display;
     card.append(
       el(
         "p",
         { className: "tool-delegate", "data-testid": "tool-delegate" },
         `Delegated to ${profile || "another profile"}: ${status || "running"} · `,
-        el("a", { href: `/api/jobs/${encodeURIComponent(job)}/`, target: "_blank", rel: "noopener", text: `job ${job}` }),
-        " (JSON)",
+        el("a", { href: `/jobs/${encodeURIComponent(job)}/`, target: "_blank", rel: "noopener", "data-testid": "tool-delegate-link", text: "its transcript" }),
       ),
     );
   } else if (tool.display !== undefined && tool.display !== null) {
@@ -157,6 +173,9 @@ export function renderMessage(message, tools = []) {
     "data-role": message.role,
   });
   li.append(el("div", { className: "msg-role", text: ROLE_LABELS[message.role] || message.role }));
+  if (message.role === "assistant" && message.thinking) {
+    li.append(renderThinking(message.thinking, thinkingLabel(thinkingSeconds(message), true)));
+  }
   if (message.role === "tool") {
     li.append(el("pre", { className: "msg-body tool-output", text: message.content || "" }));
   } else if (message.content) {
@@ -260,5 +279,66 @@ export function renderEarlier(count, source) {
     "li",
     { className: "earlier", "data-testid": "earlier" },
     el("button", { type: "button", className: "earlier-button", "data-src": source, text: label }),
+  );
+}
+
+// -- alternatives: regenerated answers and edited messages (the `branches` of a state) ------
+
+/**
+ * The `< 1/2 >` switch of a branch point (`{point, message, index, count, error}`): its
+ * buttons carry the point and the alternative they choose. An empty chosen alternative (a
+ * failed attempt) says why it failed.
+ */
+export function renderBranchNav(branch) {
+  const step = (label, testid, index) =>
+    el("button", {
+      type: "button",
+      className: "link-button branch-step",
+      "aria-label": label,
+      "data-testid": testid,
+      "data-point": branch.point,
+      "data-index": index,
+      disabled: index < 1 || index > branch.count,
+      text: testid === "branch-prev" ? "‹" : "›",
+    });
+  const nav = el(
+    "div",
+    { className: "branch-nav", role: "group", "aria-label": "Alternatives", "data-testid": "branch-nav", "data-point": branch.point },
+    step("Previous alternative", "branch-prev", branch.index - 1),
+    el("span", { className: "branch-count", "data-testid": "branch-count", text: `${branch.index}/${branch.count}` }),
+    step("Next alternative", "branch-next", branch.index + 1),
+  );
+  if (!branch.message) {
+    const why = branch.error ? `This attempt failed: ${branch.error}` : "No answer in this alternative yet.";
+    nav.append(el("span", { className: "branch-empty", "data-testid": "branch-empty", text: why }));
+  }
+  return nav;
+}
+
+/** A message's action button (`regenerate`, `edit`): `data-message` names the message. */
+export function messageAction(action, messageId, label) {
+  return el("button", {
+    type: "button",
+    className: `link-button msg-${action}`,
+    "data-action": action,
+    "data-message": messageId,
+    "data-testid": action,
+    text: label,
+  });
+}
+
+/** The in-place editor of a user message: its text, then Send and Cancel. */
+export function renderEditor(messageId, content) {
+  return el(
+    "form",
+    { className: "msg-editor", "data-testid": "editor", "data-message": messageId },
+    el("label", { className: "visually-hidden", for: `edit-${messageId}`, text: "Edit your message" }),
+    el("textarea", { id: `edit-${messageId}`, className: "msg-editor-input", rows: 3, "data-testid": "edit-input", text: content }),
+    el(
+      "div",
+      { className: "msg-editor-actions" },
+      el("button", { type: "submit", className: "primary", "data-testid": "edit-send", text: "Send" }),
+      el("button", { type: "button", className: "msg-editor-cancel", "data-testid": "edit-cancel", text: "Cancel" }),
+    ),
   );
 }

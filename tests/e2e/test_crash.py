@@ -1,5 +1,6 @@
 """kill -9 in the middle of a stream, then a plain ``daphne`` (no ``bootstrap``): the run ends
-as interrupted and keeps all but about a second of the answer the client saw."""
+as interrupted and keeps all but about a second of the answer the client saw, and the chat
+shows it so, with Continue."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
+from playwright.sync_api import expect
 
 from tests.processes import stop_group
 
@@ -29,12 +33,15 @@ WORD_SECONDS = 0.05
 STREAMED_BEFORE_KILL = 2.0  # seconds of answer: a checkpoint (every second) has landed
 
 
+pytestmark = pytest.mark.e2e
+
+
 def test_a_killed_server_keeps_the_streamed_answer_and_a_plain_restart_closes_the_run(
-    tmp_path: Path,
+    tmp_path: Path, browser: Any
 ) -> None:
     env = _server_env(tmp_path / "crash.sqlite3")
     env["ORKESTREL_DEMO_WORD_DELAY"] = str(WORD_SECONDS)
-    _shell(env, SETUP_CODE)
+    made = json.loads(_shell(env, SETUP_CODE).strip().splitlines()[-1])
     seeded = json.loads(_shell(env, SEED).strip().splitlines()[-1])
     headers = {"Authorization": f"Bearer {seeded['key']}"}
     log = tmp_path / "daphne.log"
@@ -77,6 +84,22 @@ def test_a_killed_server_keeps_the_streamed_answer_and_a_plain_restart_closes_th
                     break
                 time.sleep(0.5)
             transcript = client.get(f"/api/conversations/{seeded['conversation']}/messages/")
+        # What the user sees after the restart: the kept text, marked, with Continue.
+        context = browser.new_context(base_url=url)
+        try:
+            context.add_cookies(
+                [{"name": made["cookie"], "value": made["sessions"]["alice"], "url": url}]
+            )
+            page = context.new_page()
+            page.goto(f"/c/{seeded['conversation']}/")
+            note = page.get_by_test_id("turn-note")
+            expect(note).to_contain_text("interrupted")
+            expect(note.get_by_test_id("retry")).to_have_text("Continue")
+            expect(page.locator("#transcript > .msg-assistant").last).to_contain_text(
+                " ".join(streamed.split()[:5])
+            )
+        finally:
+            context.close()
     finally:
         stop_group(second)
     assert run["status"] == "interrupted" and run["stop_reason"] == "interrupted"

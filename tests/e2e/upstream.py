@@ -19,6 +19,8 @@ only what it sends and reads what came back (``reply_for`` is the whole script):
   ``WRITE_TRIGGER``: a call writing ``WRITE_ARGUMENTS``;
 - the last user message contains ``FAIL_TRIGGER``: a 500 whose body holds ``SECRET_DETAIL``
   (which must never reach the app's clients);
+- the last user message contains ``FAIL_ONCE_TRIGGER``: a 500 the first time this server is
+  asked to answer that message, the echo below after (a model that recovers: a retry works);
 - otherwise text echoing the last user message (``ECHO`` + the message).
 
 ``reasoning_effort`` in the request adds a ``reasoning_content`` delta naming it. Every request
@@ -38,6 +40,7 @@ from typing import Any
 
 __all__ = [
     "ECHO",
+    "FAIL_ONCE_TRIGGER",
     "FAIL_TRIGGER",
     "MODEL",
     "SECRET_DETAIL",
@@ -57,6 +60,7 @@ MODEL = "fake-model"
 ECHO = "Upstream heard: "
 TOOL_ANSWER = "The weather service says: "
 FAIL_TRIGGER = "UPSTREAM-FAILS"
+FAIL_ONCE_TRIGGER = "UPSTREAM-FAILS-ONCE"
 SECRET_DETAIL = "upstream-internal-detail-7f3a"
 WEATHER_TOOL = "get_weather"
 WEATHER_ARGUMENTS = {"city": "Paris"}
@@ -128,7 +132,7 @@ def reply_for(body: Mapping[str, Any]) -> Reply:
     said = _text(user.get("content"))
     effort = body.get("reasoning_effort")
     reasoning = _words(f"Reasoning at {effort} effort.") if effort else []
-    if FAIL_TRIGGER in said and last.get("role") == "user":
+    if FAIL_TRIGGER in said.replace(FAIL_ONCE_TRIGGER, "") and last.get("role") == "user":
         return Reply(status=500, error=f"model crashed: {SECRET_DETAIL}")
     if last.get("role") == "tool":
         return Reply(content=_words(TOOL_ANSWER + _text(last.get("content"))), reasoning=reasoning)
@@ -268,6 +272,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.server.record(body)
         reply = reply_for(body)
+        if self.server.fails_first(body):
+            reply = Reply(status=500, error="model crashed, once")
         if reply.status != 200:
             self._error(reply.status, reply.error or "failed", kind="server_error")
         elif body.get("stream"):
@@ -311,11 +317,24 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.delay = delay
         self.bodies: list[dict[str, Any]] = []
+        self.failed_once: set[str] = set()
         self._lock = threading.Lock()
 
     def record(self, body: dict[str, Any]) -> None:
         with self._lock:
             self.bodies.append(body)
+
+    def fails_first(self, body: Mapping[str, Any]) -> bool:
+        """Whether ``body`` asks, for the first time, to answer a ``FAIL_ONCE_TRIGGER`` message."""
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        said = _text(last.get("content")) if last.get("role") == "user" else ""
+        if FAIL_ONCE_TRIGGER not in said:
+            return False
+        with self._lock:
+            first = said not in self.failed_once
+            self.failed_once.add(said)
+        return first
 
 
 class FakeUpstream:

@@ -48,7 +48,8 @@ class Command(BaseCommand):
         asyncio.run(self._loop(person.id, str(conversation.id), stdin))
 
     async def _loop(self, user_id: int, conversation_id: str, stdin: TextIO) -> None:
-        manager = RunManager()
+        # The terminal's own runs run here, whatever ORKESTREL_RUNS_ON says (it follows no layer).
+        manager = RunManager(workers=False)
         done = asyncio.Event()
 
         async def show(frame: dict[str, Any]) -> None:

@@ -48,6 +48,7 @@ def test_state_has_the_documented_shape(alice, default_profile, add_message):
         "title": "T",
         "profile": {"id": default_profile.pk, "slug": "helper", "name": "Helper"},
         "summary": None,
+        "skills": [],
     }
     assert [m["id"] for m in state["messages"]] == ["u1", "a1", "t1"]
     user = state["messages"][0]
@@ -59,6 +60,8 @@ def test_state_has_the_documented_shape(alice, default_profile, add_message):
         "calls",
         "tool_call_id",
         "images_count",
+        "thinking",
+        "thinking_ms",
     }
     assert user["html"] == "<p>Hi <strong>there</strong></p>\n"
     assert user["images_count"] == 1 and user["calls"] is None and user["tool_call_id"] is None
