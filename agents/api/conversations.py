@@ -45,7 +45,7 @@ from .dispatch import DatabaseThreadRoutes, Deferred
 from .errors import Conflict, RunFailed, TooManyRunsError
 from .events import EVENT_STREAM_RESPONSE
 from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
-from .runs import run_body, settled_body
+from .runs import settled_body, started_body
 from .serializers import (
     MESSAGE_ACCEPTED,
     MESSAGE_ANSWERED,
@@ -334,7 +334,7 @@ class ConversationViewSet(
         discard_attachments(str(conversation.pk), attachments)
         if isinstance(sent, Repeat):
             # An accidental second submit: nothing stored or run; answered with the first.
-            run = run_body(request, sent.run) if sent.run is not None else None
+            run = started_body(request, sent.run) if sent.run is not None else None
             body: dict[str, Any] = {"duplicate": True, "message": sent.message, "run": run}
             if sent.pending is not None:
                 body["pending"] = sent.pending
@@ -357,7 +357,7 @@ class ConversationViewSet(
         if _truthy(request.query_params.get("wait")):
             user = user_id(request)
             return deferred_json(lambda: settled_body(user, handle.id))
-        body = run_body(request, handle.id)
+        body = started_body(request, handle.id)
         response = Response(body, status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
         return response
@@ -447,7 +447,7 @@ class ConversationViewSet(
             raise RunFailed() from None
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
-        response = Response(run_body(request, handle.id), status=status.HTTP_202_ACCEPTED)
+        response = Response(started_body(request, handle.id), status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
         return response
 
