@@ -21,6 +21,7 @@ from .test_chat import (
     wait_for_partial_answer,
     wait_until_idle,
 )
+from .upstream import ECHO, MODEL
 
 pytestmark = pytest.mark.e2e
 
@@ -68,6 +69,24 @@ def test_choosing_the_thinking_level_sticks_and_a_refused_model_is_put_back(
     expect(alice.get_by_test_id("model-select")).to_have_value("")
     send(alice, "still answering")
     wait_for_answer(alice, demo_echo("still answering"))
+
+
+def test_switching_the_model_mid_chat_answers_the_next_turn_with_it(
+    alice: Any, keys: dict[str, str]
+) -> None:
+    # ``keys`` made the fake upstream's endpoint: its model joins the demo's in the list.
+    new_chat(alice, "Switch")
+    send(alice, "first turn")
+    wait_for_answer(alice, demo_echo("first turn"))
+    wait_until_idle(alice, 1)
+    alice.get_by_test_id("model-select").select_option(f"fake-upstream/{MODEL}")
+    expect(alice.get_by_test_id("notice").last).to_contain_text(MODEL)
+    send(alice, "second turn")
+    wait_for_answer(alice, ECHO + "second turn")
+    wait_until_idle(alice, 2)
+    alice.reload()
+    expect(alice.get_by_test_id("model-select")).to_have_value(f"fake-upstream/{MODEL}")
+    expect(alice.locator("#transcript > .msg-assistant").first).to_contain_text("first turn")
 
 
 def test_a_stopped_answer_can_be_continued_from_the_note_by_the_composer(alice: Any) -> None:
