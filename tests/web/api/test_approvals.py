@@ -3,6 +3,7 @@ person's decision lets it run (or answers the model with the reason), and the ru
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -65,6 +66,21 @@ async def settled(conversation: Conversation) -> Run:
     return await sync_to_async(
         lambda: Run.objects.filter(conversation=conversation).order_by("-id").first()
     )()
+
+
+async def nth_settled(conversation: Conversation, count: int, within: float = 10.0) -> Run:
+    """The conversation's ``count``-th run, once it settled (a run that a settle starts comes
+    a moment after it: wait for the manager, then look, until it is there)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        await run_manager.wait(str(conversation.pk))
+        runs = await sync_to_async(
+            lambda: list(Run.objects.filter(conversation=conversation).order_by("id"))
+        )()
+        if len(runs) >= count and runs[count - 1].status not in ("running", "queued"):
+            return runs[count - 1]
+        assert asyncio.get_running_loop().time() < deadline, [r.status for r in runs]
+        await asyncio.sleep(0.02)
 
 
 @sync_to_async
@@ -171,8 +187,7 @@ async def test_a_message_sent_while_a_call_waits_is_queued_for_after_it(alice_ke
     assert queued.status_code == 202 and queued.json()["pending"]
     approval = (await client.get("/api/approvals/")).json()["results"][0]["id"]
     await decide(client, approval, decision="approve")
-    await settled(chat)
-    # The pending message started the next run once the resumed one ended.
-    last = await settled(chat)
+    # The pending message starts the third run once the resumed one ended.
+    last = await nth_settled(chat, 3)
     assert last.content == "And hello."
     assert stub.requests[2].json()["messages"][-1] == {"role": "user", "content": "hi"}
