@@ -374,24 +374,34 @@ def alone(app: Summary) -> bool:
     return ok
 
 
+def side_by_side(title: str, heads: tuple[str, str, str], mine: Summary, base: Summary) -> None:
+    """Two summaries' figures in columns, with ``mine / base`` for each."""
+
+    def row(name: str, value: float, against: float, unit: str) -> None:
+        ratio = f"{value / against:8.2f}x" if against > 0 else f"{'-':>9}"
+        if unit == "ms":
+            print(f"   {name:<22} {ms(value)}   {ms(against)}   {ratio}")
+        else:
+            print(f"   {name:<22} {value:7,.0f} /s   {against:7,.0f} /s   {ratio}")
+
+    print(f"\n{title}")
+    print(f"   {'':<22} {heads[0]:>10}   {heads[1]:>10}   {heads[2]:>9}")
+    row("added latency p50", mine.added[0], base.added[0], "ms")
+    row("added latency p99", mine.added[1], base.added[1], "ms")
+    row("run start p50", mine.start[0], base.start[0], "ms")
+    row("run start p99", mine.start[1], base.start[1], "ms")
+    row("throughput delivered", mine.delivered, base.delivered, "/s")
+    print(f"   {'lost':<22} {mine.lost:10d}   {base.lost:10d}")
+
+
 def compare(app: Summary, floor: Summary) -> bool:
     """The app beside the floor, with their ratios, and the targets relative to the floor."""
-
-    def row(name: str, mine: float, base: float, unit: str) -> None:
-        ratio = f"{mine / base:8.2f}x" if base > 0 else f"{'-':>9}"
-        if unit == "ms":
-            print(f"   {name:<22} {ms(mine)}   {ms(base)}   {ratio}")
-        else:
-            print(f"   {name:<22} {mine:7,.0f} /s   {base:7,.0f} /s   {ratio}")
-
-    print("\napp against the floor (the same load on the same machine, one after the other)")
-    print(f"   {'':<22} {'app':>10}   {'floor':>10}   {'app/floor':>9}")
-    row("added latency p50", app.added[0], floor.added[0], "ms")
-    row("added latency p99", app.added[1], floor.added[1], "ms")
-    row("run start p50", app.start[0], floor.start[0], "ms")
-    row("run start p99", app.start[1], floor.start[1], "ms")
-    row("throughput delivered", app.delivered, floor.delivered, "/s")
-    print(f"   {'lost':<22} {app.lost:10d}   {floor.lost:10d}")
+    side_by_side(
+        "app against the floor (the same load on the same machine, one after the other)",
+        ("app", "floor", "app/floor"),
+        app,
+        floor,
+    )
     print("   (throughput: scenario 1, higher is better; the floor sends a frame per delta)")
     added, start = app.added[1], app.start[1]
     checks = [
@@ -411,22 +421,12 @@ def compare(app: Summary, floor: Summary) -> bool:
 
 def beside(web: Summary, workers: Summary) -> bool:
     """Runs on workers beside runs in the web process (the same load, one after the other)."""
-
-    def row(name: str, mine: float, base: float, unit: str) -> None:
-        ratio = f"{mine / base:8.2f}x" if base > 0 else f"{'-':>9}"
-        if unit == "ms":
-            print(f"   {name:<22} {ms(mine)}   {ms(base)}   {ratio}")
-        else:
-            print(f"   {name:<22} {mine:7,.0f} /s   {base:7,.0f} /s   {ratio}")
-
-    print("\nruns on workers against runs in the web process (Redis channel layer both)")
-    print(f"   {'':<22} {'workers':>10}   {'in-process':>10}   {'ratio':>9}")
-    row("added latency p50", workers.added[0], web.added[0], "ms")
-    row("added latency p99", workers.added[1], web.added[1], "ms")
-    row("run start p50", workers.start[0], web.start[0], "ms")
-    row("run start p99", workers.start[1], web.start[1], "ms")
-    row("throughput delivered", workers.delivered, web.delivered, "/s")
-    print(f"   {'lost':<22} {workers.lost:10d}   {web.lost:10d}")
+    side_by_side(
+        "runs on workers against runs in the web process (Redis channel layer both)",
+        ("workers", "in-process", "ratio"),
+        workers,
+        web,
+    )
     ok = workers.lost == 0 and web.lost == 0
     print(f"\ntarget: nothing lost (both): {'met' if ok else 'MISSED'}")
     return ok
