@@ -11,6 +11,11 @@ PYTHON ?= $(shell for c in python3.14 python3.13 python3.12 python3 \
 	  if command -v $$c >/dev/null 2>&1 && $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
 	    command -v $$c; break; fi; done)
 
+# pytest-xdist workers `make test` runs the suite on (each has its own test database and Redis
+# databases: tests/conftest.py); most tests wait on servers and sockets, not the CPU.
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
+
 # Tests and benchmarks run with DEBUG off, where the settings refuse to start without a key:
 # they get this one unless SECRET_KEY is already set. Never use it for a server.
 TEST_SECRET_KEY := orkestrel-tests-only-c4f1e0b27d9a4c6e8b3f5a1d7e2c9b60-not-for-any-server
@@ -59,7 +64,7 @@ test: $(VENV)/.dev
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	# Tests open and drop databases: no connection may outlive its test.
-	CONN_MAX_AGE=0 $(VENV)/bin/pytest $(PYTEST_ARGS)
+	CONN_MAX_AGE=0 $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -14,8 +14,12 @@ from django.views.decorators.http import require_GET
 from conversations.rendering import render_markdown
 
 from .models import AgentJob
+from .runtime.progress import Progress
 
 __all__ = ["api_keys", "job_detail"]
+
+# How often an open job's page reloads itself (a ``<meta http-equiv="refresh">``: no script).
+JOB_REFRESH_SECONDS = 3
 
 
 @login_required
@@ -29,8 +33,9 @@ def api_keys(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def job_detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
-    """One of the user's agent jobs: what it was asked, how it went, its answer, its parent
-    and the jobs it delegated to (another user's job is a 404)."""
+    """One of the user's agent jobs: what it was asked, how far it got, its answer, its parent
+    and the jobs it delegated to (another user's job is a 404); an open job's page reloads
+    itself every few seconds until the job settles."""
     job = get_object_or_404(AgentJob.objects.select_related("parent"), pk=job_id, user=request.user)
     result = job.result if isinstance(job.result, dict) else {}
     parent = job.parent if job.parent is not None and job.parent.user_id == job.user_id else None
@@ -38,10 +43,13 @@ def job_detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
         "job": job,
         "profile": str(job.job.get("provider", "")),
         "system": str(job.job.get("system", "")),
-        "messages": [m for m in job.job.get("messages", []) if isinstance(m, dict)],
+        # Not ``messages``: the base template shows that name as the flash messages.
+        "asked": [m for m in job.job.get("messages", []) if isinstance(m, dict)],
         "answer_html": render_markdown(str(result.get("content") or "")),
         "thinking": str(result.get("thinking") or ""),
         "parent": parent,
         "children": job.children.filter(user_id=job.user_id).order_by("created", "id"),
+        "progress": Progress.of(job.progress),
+        "refresh": None if job.settled else JOB_REFRESH_SECONDS,
     }
     return render(request, "agents/job.html", context)

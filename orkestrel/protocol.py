@@ -78,6 +78,7 @@ __all__ = [
     "ToolExecuteFrame",
     "ToolFrame",
     "ToolPayload",
+    "ToolProgressFrame",
     "UsageFrame",
     "UsagePayload",
     "encode",
@@ -485,6 +486,19 @@ class ToolExecuteFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgressFrame:
+    """A running call's card now (``call``: its id; ``display``: what the tool shows of it,
+    a delegate call's child: ``{kind, profile, status, attempt, progress, job, url}``); its
+    ``tool`` frame replaces it when the call ends."""
+
+    type: Literal["tool_progress"] = "tool_progress"
+    run: int
+    seq: int
+    call: str
+    display: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolFrame:
     """One dispatched tool call and its outcome (``display``: shown on the card, or ``None``)."""
 
@@ -656,6 +670,7 @@ ServerFrame = (
     | BlockEndFrame
     | ToolCallFrame
     | ToolExecuteFrame
+    | ToolProgressFrame
     | ToolFrame
     | UsageFrame
     | CompactionFrame
@@ -683,6 +698,7 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "block_end": BlockEndFrame,
     "tool_call": ToolCallFrame,
     "tool_execute": ToolExecuteFrame,
+    "tool_progress": ToolProgressFrame,
     "tool": ToolFrame,
     "usage": UsageFrame,
     "compaction": CompactionFrame,

@@ -263,6 +263,8 @@ ORKESTREL = {
     "MAX_RUNS_PER_USER": env.int("ORKESTREL_MAX_RUNS_PER_USER", default=20),
     # How deep a tree of delegated agent jobs may go (the ``delegate`` tool).
     "DELEGATE_MAX_DEPTH": env.int("ORKESTREL_DELEGATE_MAX_DEPTH", default=2),
+    # Seconds between looks at a delegated child's row while its parent's card shows it.
+    "DELEGATE_PROGRESS_SECONDS": env.float("ORKESTREL_DELEGATE_PROGRESS_SECONDS", default=1.0),
     # The largest API request body: room for a message's eight images in base64, and an import.
     "MAX_REQUEST_BYTES": env.int("ORKESTREL_MAX_REQUEST_BYTES", default=64 * 1024 * 1024),
     # Hosts ``http_fetch`` may reach even on private or loopback addresses.

@@ -1,5 +1,9 @@
 """Shared test configuration."""
 
+import os
+from urllib.parse import urlsplit
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 # CI runs on 2 cores next to PostgreSQL and Redis: keep property tests bounded and deadline-free.
@@ -10,3 +14,48 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("orkestrel")
+
+# Redis databases one pytest-xdist worker uses (the channel layer's and the broker's).
+REDIS_DATABASES_PER_WORKER = 2
+
+
+def redis_database(url: str, shift: int) -> str:
+    """``url`` (a ``redis://`` URL) pointing ``shift`` databases further along."""
+    parts = urlsplit(url)
+    current = int(parts.path.strip("/") or 0)
+    return parts._replace(path=f"/{current + shift}").geturl()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
+    """`make test` runs the suite on pytest-xdist workers: give each its own Redis databases.
+
+    Each worker has a test database of its own, so two workers make the same conversation
+    ids; in one channel layer their groups would meet. The servers and workers a test starts
+    inherit the worker's environment, so they keep to its databases too.
+    """
+    for index, spec in enumerate(specs):
+        for name in ("REDIS_URL", "CELERY_BROKER_URL"):
+            url = os.environ.get(name, "")
+            if url.startswith(("redis://", "rediss://")):
+                spec.env[name] = redis_database(url, index * REDIS_DATABASES_PER_WORKER)
+
+
+# Browser-package files that run on a worker of their own rather than with the package.
+OWN_GROUP = frozenset({"tests/e2e/test_api_schema.py", "tests/e2e/test_two_processes.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep what shares expensive fixtures on one xdist worker (``--dist loadgroup``).
+
+    The browser tests share one server and browser per package (a worker that left the package
+    and came back would start both again); every other file keeps its module's fixtures (the
+    Celery workers a module starts) on one worker, and so do the two longest browser-package
+    files, which start servers of their own or hold the shared one for a minute.
+    """
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        browser = path.startswith("tests/e2e/") and path not in OWN_GROUP
+        item.add_marker(pytest.mark.xdist_group("tests/e2e" if browser else path))

@@ -8,6 +8,8 @@ answers allowed: a child cut short by the shared budget still reports what it ha
 
 A chat or API run delegates the same way (``register_delegate``, once the server wires it): its
 children are jobs one level down, on the profiles its conversation's profile may delegate to.
+While a run's child runs, its card follows the child's row (``JobDelegator.peek``: one query
+every ``ORKESTREL["DELEGATE_PROGRESS_SECONDS"]``, 1 s by default).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from orkestrel.db import in_thread
 
 from ..models import AgentJob, AgentProfile
 from ..runtime.builtins import delegate
-from ..runtime.builtins.delegate import Delegated, Delegation, ParentBounds
+from ..runtime.builtins.delegate import ChildState, Delegated, Delegation, ParentBounds
+from ..runtime.progress import Progress
 from ..runtime.registry import BuiltinTool, ToolContext, ToolRegistry, builtin_tools
 from .records import JobRequest, JobSpec, tree_usage
 
@@ -35,12 +38,15 @@ __all__ = [
     "JobDelegator",
     "Parent",
     "child_request",
+    "child_state",
     "job_tools",
     "register_delegate",
 ]
 
 # How many delegations deep a tree may go (``ORKESTREL["DELEGATE_MAX_DEPTH"]``).
 MAX_DEPTH = 2
+# How often a run's card looks at its running child (``ORKESTREL["DELEGATE_PROGRESS_SECONDS"]``).
+PROGRESS_SECONDS = delegate.PROGRESS_SECONDS
 
 
 class ChildJobs(Protocol):
@@ -53,6 +59,20 @@ class ChildJobs(Protocol):
 
 def max_depth() -> int:
     return int(getattr(settings, "ORKESTREL", {}).get("DELEGATE_MAX_DEPTH", MAX_DEPTH))
+
+
+def progress_seconds() -> float:
+    options = getattr(settings, "ORKESTREL", {})
+    return float(options.get("DELEGATE_PROGRESS_SECONDS", PROGRESS_SECONDS))
+
+
+def child_state(job_id: str) -> ChildState | None:
+    """The job as its row has it now, in one query of three columns (``None``: gone)."""
+    found = AgentJob.objects.filter(pk=job_id).values_list("status", "attempts", "progress").first()
+    if found is None:
+        return None
+    status, attempts, progress = found
+    return ChildState(status=status, attempts=attempts, progress=Progress.of(progress))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,10 +151,15 @@ class JobDelegator:
             content=str(result.get("content") or ""),
             error=row.error,
             used=used,
+            attempts=row.attempts,
+            progress=Progress.of(row.progress),
         )
 
     async def cancel(self, job_id: str) -> None:
         await self.jobs.stop(job_id)
+
+    async def peek(self, job_id: str) -> ChildState | None:
+        return await in_thread(child_state)(job_id)
 
 
 def _bound(delegator: JobDelegator, bounds: ParentBounds | None) -> Callable[[ToolContext], Tool]:
@@ -161,7 +186,9 @@ def register_delegate(jobs: ChildJobs, registry: ToolRegistry = builtin_tools) -
     def factory(context: ToolContext) -> Tool:
         parent = Parent(user_id=context.user_id, conversation_id=context.conversation_id)
         bounds = ParentBounds(context.agent) if context.agent is not None else None
-        return delegate.create_delegate_tool(context, JobDelegator(jobs, parent), bounds)
+        return delegate.create_delegate_tool(
+            context, JobDelegator(jobs, parent), bounds, every=progress_seconds()
+        )
 
     return _register(registry, factory)
 

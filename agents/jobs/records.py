@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Case, F, JSONField, Q, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from orkestrel.protocol import result_payload
 
 from ..models import AgentJob, AgentProfile, config_revision_subquery
 from ..runtime.profile_config import ProfileConfig, profile_config
+from ..runtime.progress import ProgressPayload
 
 __all__ = [
     "LOST_RERUNS",
@@ -287,6 +288,8 @@ def start_job(job_id: str, owner: str) -> JobSpec | Outcome | None:
         attempts=F("attempts") + 1,
         heartbeat=now,
         started=Coalesce(F("started"), now),
+        # The attempt counts from zero (its meter does).
+        progress={},
     )
     if not started:
         return None
@@ -327,12 +330,16 @@ def save_attempts(job_id: str, owner: str, attempts: int) -> bool:
     )
 
 
-def finish_job(job_id: str, owner: str, outcome: Outcome) -> bool:
-    """Store how the job ended, if ``owner`` still holds it; whether it did.
+def finish_job(
+    job_id: str, owner: str, outcome: Outcome, progress: ProgressPayload | None = None
+) -> bool:
+    """Store how the job ended (and its last ``progress``), if ``owner`` still holds it;
+    whether it did.
 
     A settled job cancels the children its delegate calls left open (a parent stopped or
     failed mid-call, or an earlier attempt's).
     """
+    last: dict[str, Any] = {"progress": dict(progress)} if progress is not None else {}
     finished = bool(
         AgentJob.objects.filter(id=job_id, owner=owner, status__in=OPEN).update(
             status=outcome.status,
@@ -340,6 +347,7 @@ def finish_job(job_id: str, owner: str, outcome: Outcome) -> bool:
             error_code=outcome.error_code,
             error=outcome.error,
             finished=timezone.now(),
+            **last,
         )
     )
     if finished:
@@ -356,18 +364,37 @@ class Beat:
     lost: frozenset[str]
 
 
-def beat(owner: str, running: Collection[str]) -> Beat:
+def _progressed(job_ids: Sequence[str], progress: Mapping[str, ProgressPayload]) -> dict[str, Any]:
+    """The ``progress`` column's new value for the jobs of one beat's ``UPDATE``: each job's
+    own, the rest left as they are (nothing when none of them moved)."""
+    moved = [
+        When(pk=job_id, then=Value(dict(progress[job_id]), output_field=JSONField()))
+        for job_id in job_ids
+        if job_id in progress
+    ]
+    if not moved:
+        return {}
+    return {"progress": Case(*moved, default=F("progress"), output_field=JSONField())}
+
+
+def beat(
+    owner: str,
+    running: Collection[str],
+    progress: Mapping[str, ProgressPayload] | None = None,
+) -> Beat:
     """Keep the open jobs ``owner`` is ``running`` alive; which of them it must stop.
 
-    Only running jobs are kept alive: a job its holder stopped running (a failure outside
-    the job) goes stale, and is taken over like a dead process's.
+    ``progress`` is how far the jobs that moved since the last beat are: stored in the same
+    ``UPDATE`` (a job's progress costs no write of its own). Only running jobs are kept
+    alive: a job its holder stopped running (a failure outside the job) goes stale, and is
+    taken over like a dead process's.
     """
     now = timezone.now()
     still: set[str] = set()
     cancelled: set[str] = set()
     for some in chunked(list(running)):
         held = AgentJob.objects.filter(pk__in=some, owner=owner, status__in=OPEN)
-        held.update(heartbeat=now)
+        held.update(heartbeat=now, **_progressed(some, progress or {}))
         for pk, status, cancel in held.values_list("pk", "status", "cancel_requested"):
             still.add(str(pk))
             if status == Status.RUNNING and cancel:

@@ -6,7 +6,8 @@ the kit's job format has no names for (the profile's scope, instructions and too
 workspace) is added to the agent the kit built, from the same runtime pieces a chat session
 uses. The profile's defaults (system prompt, limit, timeout, token budget) are resolved at
 build time, so a restored job runs under the profile's configuration of that moment. The
-``delegate`` built-in is bound to the job here (``delegation.job_tools``).
+``delegate`` built-in is bound to the job here (``delegation.job_tools``), and the job's
+progress meter to each agent built (and, through a ``TextTap``, to the profile's provider).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.conf import settings
 from orkestrel.core import AbortSignal, Agent, AgentJobInput, AgentRegistry, WorkspaceManager
 
 from ..authority import PolicyAuthority
+from ..runtime.progress import ProgressMeter, TextTap
 from ..runtime.providers import provider_for
 from ..runtime.registry import ToolContext
 from ..runtime.toolset import build_tool_manager
@@ -31,7 +33,13 @@ __all__ = ["ProfileRegistry"]
 class ProfileRegistry(AgentRegistry):
     """Builds a job's agent with its profile's provider, authority, tools, scope, instructions."""
 
-    def __init__(self, spec: JobSpec, *, delegator: JobDelegator | None = None) -> None:
+    def __init__(
+        self,
+        spec: JobSpec,
+        *,
+        delegator: JobDelegator | None = None,
+        meter: ProgressMeter | None = None,
+    ) -> None:
         profile, config = spec.profile, spec.config
         if config.endpoint is None:
             raise LookupError(f"unknown provider: {profile.slug}")
@@ -40,12 +48,14 @@ class ProfileRegistry(AgentRegistry):
             if config.policy is not None
             else None
         )
+        provider = provider_for(config.endpoint, profile.model_name)
         super().__init__(
-            providers={profile.slug: provider_for(config.endpoint, profile.model_name)},
+            providers={profile.slug: TextTap(provider, meter.text) if meter else provider},
             authorities=authorities,
         )
         self.spec = spec
         self.delegator = delegator
+        self.meter = meter
 
     def resolve(self, job: AgentJobInput | Mapping[str, Any]) -> AgentJobInput:
         """``job`` with the profile's parts: its prompt first, its bounds unless overridden.
@@ -79,6 +89,8 @@ class ProfileRegistry(AgentRegistry):
         """The kit's agent for ``job``, equipped with the profile's context and tools."""
         agent = super().build(self.resolve(job), signal)
         self._equip(agent)
+        if self.meter is not None:
+            self.meter.watch(agent)
         return agent
 
     def _equip(self, agent: Agent) -> None:

@@ -19,6 +19,10 @@ Operators' requests reach jobs through the database (``AgentJob.objects.request_
 no one, is sent again by the workers' sweep, or taken by the server process's sweep (which,
 started by ``restore_jobs``, keeps watching). A job a ``delegate`` call started (``depth`` >
 0) runs beside the process's bound: its parent holds a slot while it waits for it.
+
+A running job's progress (``agents.runtime.progress``) is counted in memory and stored with
+the heartbeat (only the jobs that moved since the last beat), and once more as it settles:
+the row, which anyone may read, lags the job by at most one heartbeat.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from orkestrel.core import (
 from orkestrel.db import in_thread, parse_id
 
 from ..models import AgentJob
+from ..runtime.progress import ProgressMeter, ProgressPayload
 from .delegation import JobDelegator, Parent
 from .records import (
     Claim,
@@ -106,12 +111,15 @@ def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
 @dataclass
 class LiveJob:
     """A job this process holds: its task, its queue once started, whether it was cancelled,
-    and whether it is a delegated child (not bounded by the process's slots)."""
+    whether it is a delegated child (not bounded by the process's slots), and its progress
+    (``stored``: the meter's version the row has)."""
 
     task: asyncio.Task[None] | None = None
     queue: AgentQueue | None = None
     cancelled: bool = False
     child: bool = False
+    meter: ProgressMeter = field(default_factory=ProgressMeter)
+    stored: int = 0
 
     def abort(self) -> None:
         self.cancelled = True
@@ -390,12 +398,22 @@ class JobService:
         another process took over (this one's beats were late: it must not run them too)."""
         while state.live:
             await asyncio.sleep(self.heartbeat)
+            # Only jobs started before the beat: each was held when it started.
+            held = dict(state.live)
+            # With the progress of those that moved since the last beat's write.
+            moved = {job_id: job.meter.version for job_id, job in held.items()}
+            progress: dict[str, ProgressPayload] = {
+                job_id: held[job_id].meter.progress.payload()
+                for job_id, version in moved.items()
+                if version != held[job_id].stored
+            }
             try:
-                # Only jobs started before the beat: each was held when it started.
-                found = await in_thread(beat)(self.owner, list(state.live))
+                found = await in_thread(beat)(self.owner, list(held), progress)
             except Exception:  # noqa: BLE001 - the next beat tries again
                 logger.warning("agent job heartbeat failed", exc_info=True)
                 continue
+            for job_id in progress:
+                held[job_id].stored = moved[job_id]
             for job_id in found.cancelled | found.lost:
                 live = state.live.get(job_id)
                 if live is not None and not live.cancelled:
@@ -412,7 +430,8 @@ class JobService:
                 if not isinstance(spec, JobSpec):
                     return
                 outcome = await self._run(spec, live)
-                await in_thread(finish_job)(job_id, self.owner, outcome)
+                last = live.meter.progress.payload() if live.meter.version else None
+                await in_thread(finish_job)(job_id, self.owner, outcome, last)
         except Exception:
             # The row stays open: the next process start runs the job again.
             logger.exception("agent job %s could not be run", job_id)
@@ -422,7 +441,9 @@ class JobService:
 
     async def _run(self, spec: JobSpec, live: LiveJob) -> Outcome:
         try:
-            registry = ProfileRegistry(spec, delegator=JobDelegator(self, Parent.of_job(spec)))
+            registry = ProfileRegistry(
+                spec, delegator=JobDelegator(self, Parent.of_job(spec)), meter=live.meter
+            )
         except Exception as error:  # noqa: BLE001 - a misconfigured endpoint fails the job
             return outcome_of(error, cancelled=False)
         queue = create_agent_queue(

@@ -2,8 +2,10 @@
 
 A row is the job's whole life: what was asked (``job``, the kit's ``AgentJobInput`` naming
 the profile as its provider), the queue's options, which server process holds it (``owner``,
-kept alive by ``heartbeat``), and how it ended (``result`` or ``error``). A row left open by
-a process that died has a stale heartbeat; another process claims it and runs it again.
+kept alive by ``heartbeat``), how far it is (``progress``, written with the heartbeat: see
+``agents.runtime.progress``; a settled job keeps its last) and how it ended (``result`` or
+``error``). A row left open by a process that died has a stale heartbeat; another process
+claims it and runs it again.
 
 A job a ``delegate`` tool call started names its ``parent`` (a tree as deep as ``depth``); an
 operator's retry keeps the earlier runs in ``history``. ``AgentJobQuerySet`` holds the
@@ -70,6 +72,7 @@ class AgentJobQuerySet(models.QuerySet["AgentJob"]):
                     started=None,
                     finished=None,
                     result=None,
+                    progress={},
                     error_code="",
                     error="",
                 )
@@ -129,6 +132,12 @@ class AgentJob(models.Model):
     finished = models.DateTimeField("finished", null=True, blank=True)
     result = models.JSONField(
         "result", null=True, blank=True, help_text="content, thinking, usage, partial, stop."
+    )
+    progress = models.JSONField(
+        "progress",
+        default=dict,
+        blank=True,
+        help_text="How far its latest attempt got: turns, tools, last_tool, tokens, text.",
     )
     error_code = models.CharField("error code", max_length=64, blank=True)
     error = models.TextField("error", blank=True)

@@ -47,6 +47,7 @@ from orkestrel.protocol import (
     ToolExecuteFrame,
     ToolFrame,
     ToolPayload,
+    ToolProgressFrame,
     UsageFrame,
     WaitFrame,
     call_payload,
@@ -61,12 +62,14 @@ from orkestrel.providers.base import CallDelta, HttpProvider
 from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.builtins.skills import NAME as SKILLS_TOOL
 from ..runtime.client_tools import HANDOFF_STOP
+from ..runtime.reports import ToolReport
 from ..runtime.session import ChatSession
 from ..runtime.usage import UsageRecorder
 from .inbox import Inbox, Turned, append_pending
 from .lifecycle import Executing, Lifecycle, RequestStarted
 from .pacing import Pacer
 from .payloads import committed_payload, joined, reason_text
+from .progress import RunningCalls
 from .records import finish_run
 from .timings import RunTimings
 
@@ -150,6 +153,8 @@ class ActiveRun:
     decisions: tuple[Decided, ...] = ()
     # Set and replaced on every frame: followers wait on it for the next one.
     _more: asyncio.Event = field(default_factory=asyncio.Event)
+    # The calls running now, which the tools' reports are about (``tool_progress``).
+    running: RunningCalls = field(default_factory=RunningCalls)
 
     @property
     def content(self) -> str:
@@ -283,8 +288,20 @@ class ActiveRun:
     def _started_calls(self, calls: Sequence[ToolCall]) -> None:
         if self.lifecycle is not None:
             self.lifecycle.request_done()
+        self.running.started(calls)
         for call in calls:
             self.emit(ToolExecuteFrame, call=call_payload(call))
+
+    def _reported(self, report: ToolReport) -> None:
+        """A tool reported on a running call: after what streamed before it, its card shows
+        the report (a ``tool_progress`` frame)."""
+        if not self._mark(report):
+            self._progress(report)
+
+    def _progress(self, report: ToolReport) -> None:
+        call = self.running.call_of(report)
+        if call is not None:
+            self.emit(ToolProgressFrame, call=call.id, display=report.display)
 
     def _turn_started(self, turn: int) -> None:
         # The first request's start goes out when the stream opens (before any chunk).
@@ -314,6 +331,7 @@ class ActiveRun:
         session.tools.on_start = self._executing
         session.agent.emitter.on("compact_error", self._compaction_failed)
         session.agent.emitter.on("turn", self._turn_started)
+        session.reports.on(self._reported)
         lifecycle = self.lifecycle = Lifecycle(self.emit, clock, TEXT_FRAME_CHARS)
         # Between turns, messages sent meanwhile join the run (read once, when it starts).
         inbox = session.agent.scheduler = Inbox(session.agent.scheduler)
@@ -412,6 +430,7 @@ class ActiveRun:
             elif kind is Executing:
                 self._started_calls(chunk.calls)
             elif kind is ToolChunk:
+                self.running.ended(chunk.call.id)
                 lifecycle.request_done()
                 payload = tool_payload(chunk.call, chunk.result)
                 self.tools.append(payload)
@@ -422,6 +441,8 @@ class ActiveRun:
                 self._skills_changed(chunk)
             elif kind is RequestStarted:
                 lifecycle.request_started(chunk.turn)
+            elif kind is ToolReport:
+                self._progress(chunk)
             elif kind is Turned:
                 lifecycle.close_block()
                 await self._take_pending(chunk)

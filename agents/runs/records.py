@@ -93,9 +93,13 @@ def save_checkpoints(rows: list[tuple[int, str, str]], alive: Sequence[int] = ()
             for run_id, _, thinking in chunk:
                 params += [run_id, thinking]
             params += [run_id for run_id, _, _ in chunk]
+            # A run that settled meanwhile keeps its final text: a checkpoint taken while its
+            # settle was committing sees the answer claimed by its message (no reasoning left).
+            params += list(ACTIVE)
             cursor.execute(
                 f"UPDATE {table} SET content = CASE id {cases} END, "
-                f"thinking = CASE id {cases} END WHERE id IN ({marks})",
+                f"thinking = CASE id {cases} END WHERE id IN ({marks}) "
+                f"AND status IN ({', '.join(['%s'] * len(ACTIVE))})",
                 params,
             )
 

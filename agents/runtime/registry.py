@@ -8,6 +8,8 @@ from typing import Any
 
 from orkestrel.core import Agent, AgentContext, Tool
 
+from .reports import ToolReports
+
 __all__ = ["BuiltinTool", "ToolContext", "ToolFactory", "ToolRegistry", "builtin_tools"]
 
 
@@ -16,7 +18,8 @@ class ToolContext:
     """What a tool factory may use: who is chatting, where, and the live agent context.
 
     ``user_id`` and ``conversation_id`` let a tool query the database for that user only;
-    ``agent_context`` is the running agent's context (its workspaces, conversations, scope).
+    ``agent_context`` is the running agent's context (its workspaces, conversations, scope);
+    ``reports`` is where a tool reports on its calls while they run (a chat or API run's).
     """
 
     user_id: int
@@ -25,6 +28,8 @@ class ToolContext:
     settings: Mapping[str, Any] = field(default_factory=dict)
     # The running agent itself (its budget and deadline), for tools that share them.
     agent: Agent | None = None
+    # The run's listeners to running calls (``None``: nobody shows them, a job's own tools).
+    reports: ToolReports | None = None
 
 
 ToolFactory = Callable[[ToolContext], Tool]

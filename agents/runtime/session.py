@@ -45,6 +45,7 @@ from .client_tools import ClientToolAuthority, Handoff, client_tool
 from .overrides import RunOverrides
 from .providers import provider_for
 from .registry import ToolContext
+from .reports import ToolReports
 from .run_tools import RunTools
 from .session_workspaces import SessionWorkspaces, WorkspaceChanges
 from .spec import LoadedSession, RuntimeSpec, load_session
@@ -112,6 +113,7 @@ class ChatSession:
         overrides: RunOverrides | None = None,
         gate: ApprovalGate | None = None,
         tools: RunTools | None = None,
+        reports: ToolReports | None = None,
     ) -> None:
         self.spec = spec
         self.agent = agent
@@ -121,6 +123,8 @@ class ChatSession:
         self.overrides = overrides or RunOverrides()
         # The agent's tools: they say when calls start (and hold those the gate keeps).
         self.tools = tools or RunTools()
+        # What the tools report on calls still running (the run shows it on their cards).
+        self.reports = reports or ToolReports()
         # Set when the run may call the client's tools: it stops once it has.
         self.handoff: Handoff | None = (
             Handoff(agent, self.overrides.client_names) if self.overrides.client_tools else None
@@ -261,19 +265,23 @@ class ChatSession:
             ),
         )
         agent.emitter.on("deny", decisions.record_refusal)
+        reports = ToolReports()
         context = ToolContext(
             user_id=spec.user_id,
             conversation_id=spec.conversation_id,
             agent_context=agent.context,
             settings=getattr(settings, "ORKESTREL", {}),
             agent=agent,
+            reports=reports,
         )
         tools = build_tool_manager(spec.tools, context)
         for tool in tools.tools():
             agent.context.tools.add(tool)
         for definition in overrides.client_tools:
             agent.context.tools.add(client_tool(definition))
-        return cls(spec, agent, conversations, workspaces, decisions, overrides, gate, run_tools)
+        return cls(
+            spec, agent, conversations, workspaces, decisions, overrides, gate, run_tools, reports
+        )
 
     async def commit(
         self,

@@ -411,6 +411,9 @@ const handlers = {
   tool_execute(frame) {
     startLive(frame.run).execute(frame);
   },
+  tool_progress(frame) {
+    startLive(frame.run).progress(frame);
+  },
   tool(frame) {
     startLive(frame.run).tool(frame);
     const id = frame.call?.id;

@@ -11,6 +11,7 @@ import {
   renderToolCard,
   thinkingLabel,
   thinkingSeconds,
+  updateToolDisplay,
 } from "./render.js";
 
 export class LiveRun {
@@ -160,6 +161,16 @@ export class LiveRun {
     let turn = this.current;
     if (!turn || turn.messageId) turn = this._turn();
     this._addCard(turn, tool);
+  }
+
+  /** A running call's tool reported (a `tool_progress` frame): its card shows the report
+   * until the call's `tool` frame. A tab that joined mid-call has no card for it (the `state`
+   * frame carries no running calls): it shows the call once it ends. */
+  progress(frame) {
+    const entry = this._entry(frame.call);
+    if (!entry || entry.tool.result !== undefined || entry.tool.error !== undefined) return;
+    entry.tool.display = frame.display;
+    updateToolDisplay(entry.card, entry.tool);
   }
 
   /** The card of call `callId`, or the oldest card still being written (its id may have been

@@ -115,22 +115,8 @@ export function fillToolCard(card, tool) {
     head.append(el("span", { className: "badge badge-error", "data-testid": "tool-failed", text: "error" }));
   }
   card.append(head);
-  if (tool.display && tool.display.kind === "delegate" && typeof tool.display.job === "string") {
-    // A child run (the delegate tool): its profile, how it ended, and its job's transcript.
-    const { job, profile, status } = tool.display;
-    card.append(
-      el(
-        "p",
-        { className: "tool-delegate", "data-testid": "tool-delegate" },
-        `Delegated to ${profile || "another profile"}: ${status || "running"} · `,
-        el("a", { href: `/jobs/${encodeURIComponent(job)}/`, target: "_blank", rel: "noopener", "data-testid": "tool-delegate-link", text: "its transcript" }),
-      ),
-    );
-  } else if (tool.display !== undefined && tool.display !== null) {
-    // What the tool showed the user (an edit's diff): never sent to the model.
-    const text = typeof tool.display === "string" ? tool.display : prettyJson(tool.display);
-    card.append(el("pre", { className: "tool-display", "data-testid": "tool-display", text }));
-  }
+  const shown = renderDisplay(tool.display);
+  if (shown) card.append(shown);
   if (tool.denied) {
     const reason = el("p", { className: "tool-reason", text: tool.reason || "Denied by the authority policy." });
     if (tool.rule) reason.append(" ", el("span", { className: "tool-rule", text: `(rule: ${tool.rule})` }));
@@ -163,6 +149,72 @@ export function fillToolCard(card, tool) {
     );
   }
   card.append(details);
+}
+
+function isDelegate(display) {
+  return Boolean(display) && display.kind === "delegate" && typeof display.job === "string";
+}
+
+function plural(count, one, many) {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+/** "3 steps, 1 tool call, 1.2k tokens": a delegated child's `progress`, or "" before any. */
+export function progressText(progress) {
+  if (!progress || typeof progress !== "object") return "";
+  const count = (name) => (Number.isInteger(progress[name]) && progress[name] > 0 ? progress[name] : 0);
+  const parts = [];
+  if (count("turns")) parts.push(plural(count("turns"), "step", "steps"));
+  if (count("tools")) parts.push(plural(count("tools"), "tool call", "tool calls"));
+  const tokens = count("tokens");
+  if (tokens) parts.push(tokens < 1000 ? plural(tokens, "token", "tokens") : `${(tokens / 1000).toFixed(1)}k tokens`);
+  return parts.join(", ");
+}
+
+/**
+ * What a tool showed on its card (never sent to the model), or null: a delegated child (its
+ * profile, status, attempt, progress and a link to its transcript, live while it runs and as
+ * it ended), else the display as text (an edit's diff).
+ */
+function renderDisplay(display) {
+  if (isDelegate(display)) {
+    const { job, profile, status, attempt, progress } = display;
+    let state = status || "running";
+    if (status === "running" && Number.isInteger(attempt) && attempt > 1) state += ` (attempt ${attempt})`;
+    const counted = progressText(progress);
+    const block = el(
+      "div",
+      { className: "tool-delegate", "data-testid": "tool-delegate", "data-status": status || "" },
+      el(
+        "p",
+        {},
+        `Delegated to ${profile || "another profile"}: ${state} · `,
+        counted ? el("span", { "data-testid": "tool-delegate-progress", text: counted }) : null,
+        counted ? " · " : null,
+        el("a", { href: `/jobs/${encodeURIComponent(job)}/`, target: "_blank", rel: "noopener", "data-testid": "tool-delegate-link", text: "its transcript" }),
+      ),
+    );
+    const text = progress && typeof progress.text === "string" ? progress.text.trim() : "";
+    if (text && (status === "running" || status === "queued")) {
+      // The end of what the child is writing now.
+      block.append(el("p", { className: "tool-delegate-text", "data-testid": "tool-delegate-text", text: `…${text}` }));
+    }
+    return block;
+  }
+  if (display === undefined || display === null) return null;
+  const text = typeof display === "string" ? display : prettyJson(display);
+  return el("pre", { className: "tool-display", "data-testid": "tool-display", text });
+}
+
+/**
+ * A running call's tool reported (a `tool_progress` frame): the card shows `tool.display` in
+ * place of what it showed, the rest of the card (an opened "Arguments") left as it is.
+ */
+export function updateToolDisplay(card, tool) {
+  const old = card.querySelector(":scope > .tool-delegate, :scope > .tool-display");
+  const shown = renderDisplay(tool.display);
+  if (old && shown) old.replaceWith(shown);
+  else fillToolCard(card, tool);
 }
 
 /** One message item (`li.msg`), with a tool card per call. */

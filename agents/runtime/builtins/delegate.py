@@ -8,6 +8,10 @@ everything its tree used is charged to the parent's budget. A parent that stops 
 child runs (cancelled, timed out, out of budget, failed) cancels the child. The child's answer
 is the call's result; its job id goes to the tool card (``display``), never to the model.
 
+While the child runs, a run that shows its calls (its ``ToolContext.reports``) hears the
+child's display (status, attempt, progress) as soon as it started and whenever its row changed,
+looked up every ``every`` seconds (one query each) until the wait ends.
+
 Without a delegator (a run the job service did not build) the tool answers every call with
 an error the model reads.
 """
@@ -15,26 +19,32 @@ an error the model reads.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from orkestrel.core import Agent, TokenBudget, TokenUsage, Tool, create_tool
 
+from ..progress import Progress
 from ..registry import ToolContext
+from ..reports import Report
 
 __all__ = [
     "DESCRIPTION",
     "NAME",
     "PARAMETERS",
+    "PROGRESS_SECONDS",
     "SAFE",
+    "ChildState",
     "Delegated",
     "Delegation",
     "Delegator",
     "ParentBounds",
     "create_delegate_tool",
+    "follow_child",
     "job_display",
 ]
 
@@ -42,6 +52,10 @@ NAME = "delegate"
 # The child may write with its own tools: the call counts as a write (read-only mode refuses).
 SAFE = False
 MAX_TASK_CHARS = 20_000
+# How often a running child's row is looked at for its card (the row changes once a heartbeat).
+PROGRESS_SECONDS = 1.0
+
+logger = logging.getLogger(__name__)
 
 DESCRIPTION = (
     "Hand a self-contained task to another agent profile and get its answer back. The other "
@@ -82,13 +96,25 @@ class Delegation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Delegated:
-    """How a child settled: its job, status, answer, error, and the tokens its tree used."""
+    """How a child settled: its job, status, answer, error, the tokens its tree used, and its
+    last progress."""
 
     job_id: str
     status: str
     content: str
     error: str = ""
     used: int = 0
+    attempts: int = 0
+    progress: Progress = field(default_factory=Progress)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChildState:
+    """A child as its row has it now: its status, the attempts started, its progress."""
+
+    status: str
+    attempts: int
+    progress: Progress
 
 
 class Delegator(Protocol):
@@ -104,6 +130,10 @@ class Delegator(Protocol):
 
     async def cancel(self, job_id: str) -> None:
         """Stop the child (and what it delegated in turn)."""
+        ...
+
+    async def peek(self, job_id: str) -> ChildState | None:
+        """The child as it is now (``None``: gone); one cheap look, called while it runs."""
         ...
 
 
@@ -140,23 +170,64 @@ class ParentBounds:
             self.agent.budget.consume(TokenUsage(0, tokens, tokens))
 
 
-def job_display(job_id: str, profile: str, status: str) -> dict[str, Any]:
-    """What the tool card shows of a child: its profile, status and job (``url``: its JSON)."""
+def job_display(
+    job_id: str,
+    profile: str,
+    status: str,
+    *,
+    attempt: int = 0,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """What the tool card shows of a child: its profile, status, attempts started, progress
+    and job (``url``: its JSON), while it runs and once it settled."""
     return {
         "kind": "delegate",
         "profile": profile,
         "status": status,
+        "attempt": attempt,
+        "progress": (progress or Progress()).payload(),
         "job": job_id,
         "url": f"/api/jobs/{job_id}/",
     }
+
+
+async def follow_child(
+    delegator: Delegator, job_id: str, profile: str, report: Report, every: float
+) -> None:
+    """Report the child's display now and whenever it changed, looking every ``every`` s;
+    until cancelled (the wait ended)."""
+    shown: dict[str, Any] | None = None
+    while True:
+        try:
+            state = await delegator.peek(job_id)
+        except Exception:  # noqa: BLE001 - a card's progress is not worth failing the call
+            logger.debug("looking at delegated job %s failed", job_id, exc_info=True)
+            state = None
+        if state is not None:
+            display = job_display(
+                job_id, profile, state.status, attempt=state.attempts, progress=state.progress
+            )
+            if display != shown:
+                report(display)
+                shown = display
+        await asyncio.sleep(every)
+
+
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def create_delegate_tool(
     context: ToolContext,
     delegator: Delegator | None = None,
     bounds: ParentBounds | None = None,
+    *,
+    every: float = PROGRESS_SECONDS,
 ) -> Tool:
-    """The ``delegate`` tool of one run: children through ``delegator``, within ``bounds``."""
+    """The ``delegate`` tool of one run: children through ``delegator``, within ``bounds``;
+    a running child's card refreshed every ``every`` seconds (when the run shows its calls)."""
 
     async def execute(arguments: Mapping[str, Any]) -> Any:
         if delegator is None:
@@ -172,15 +243,30 @@ def create_delegate_tool(
         job_id = await delegator.start(
             Delegation(profile=profile, task=task, budget=budget, timeout=timeout)
         )
+        following = (
+            asyncio.create_task(
+                follow_child(
+                    delegator, job_id, profile, context.reports.reporter(NAME, arguments), every
+                ),
+                name=f"delegate-progress:{job_id}",
+            )
+            if context.reports is not None
+            else None
+        )
         try:
-            child = await delegator.wait(job_id)
+            try:
+                child = await delegator.wait(job_id)
+            finally:
+                await _stop(following)
         except BaseException:
             # The parent stopped (cancelled, out of time or budget) or failed: so does the child.
             await asyncio.shield(delegator.cancel(job_id))
             raise
         if bounds is not None:
             bounds.charge(child.used)
-        display = job_display(job_id, profile, child.status)
+        display = job_display(
+            job_id, profile, child.status, attempt=child.attempts, progress=child.progress
+        )
         if child.status in ("done", "partial"):
             return {"result": child.content, "display": display}
         reason = child.error or "no answer"

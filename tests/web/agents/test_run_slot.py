@@ -14,7 +14,7 @@ from django.utils import timezone
 from agents.models import AgentProfile, ProviderEndpoint, bump_config_revision
 from agents.runs import Busy, RunManager, RunService, RunTimings
 from agents.runs.errors import StartFailed, TooManyRuns
-from agents.runs.records import recover_interrupted
+from agents.runs.records import finish_run, recover_interrupted, save_checkpoints
 from conversations.models import Conversation, Message, Run
 from tests.providers.server import Reply, StubServer, sse
 
@@ -82,6 +82,32 @@ async def test_a_running_runs_heartbeat_moves_with_its_checkpoints(
     assert later > first
     manager.abort(str(conversation.id))
     await manager.wait(str(conversation.id))
+
+
+def test_a_checkpoint_landing_after_the_settle_leaves_the_final_text(conversation):
+    # The checkpointer can take a run's text while its settle commits (the answer's message
+    # has just claimed the reasoning): its write, queued behind the settle, must change nothing.
+    settled = Run.objects.create(
+        conversation=conversation, status="running", started=timezone.now(), holder="here"
+    )
+    finish_run(settled.id, "error", None, "cut", partial=("the answer", "the reasoning"))
+    running = Run.objects.create(
+        conversation=Conversation.objects.create(
+            owner=conversation.owner, profile=conversation.profile
+        ),
+        status="running",
+        started=timezone.now(),
+        holder="here",
+    )
+    save_checkpoints([(settled.id, "the answer", ""), (running.id, "half", "thought")])
+    settled.refresh_from_db()
+    running.refresh_from_db()
+    assert (settled.status, settled.content, settled.thinking) == (
+        "error",
+        "the answer",
+        "the reasoning",
+    )
+    assert (running.content, running.thinking) == ("half", "thought")
 
 
 def _dead_run(conversation, content="half an answ", beat=timedelta(minutes=1)):

@@ -1,10 +1,11 @@
 // Checks transcriptItems() of static/orkestrel/render.js under Node: how a `state` frame's
-// tool messages become card results, errors and denials. Run by tests/web/ui/test_static.py.
+// tool messages become card results, errors and denials; and progressText(), a delegated
+// child's progress as its card words it. Run by tests/web/ui/test_static.py.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 
 const source = readFileSync(process.argv[2], "utf8");
-const { transcriptItems } = await import(
+const { progressText, transcriptItems } = await import(
   `data:text/javascript;base64,${Buffer.from(source).toString("base64")}`
 );
 
@@ -49,6 +50,13 @@ const cases = {
   "without failures every undenied tool message is a result"() {
     const [, bad] = transcriptItems(messages)[1].tools;
     assert.equal(bad.result, '"connection refused"');
+  },
+  "a child's progress reads as steps, tool calls and tokens, leaving out what is zero"() {
+    const progress = { turns: 3, tools: 1, last_tool: "workspace", tokens: 1234, text: "so far" };
+    assert.equal(progressText(progress), "3 steps, 1 tool call, 1.2k tokens");
+    assert.equal(progressText({ turns: 1, tools: 0, tokens: 950 }), "1 step, 950 tokens");
+    assert.equal(progressText({ turns: 0, tools: 0, tokens: 0 }), "");
+    assert.equal(progressText(undefined), "");
   },
 };
 
