@@ -154,13 +154,17 @@ class Figures:
         self.lost_frames += seqs != sorted(seqs)
         indices: list[int] = []
         text: list[str] = []
+        # A long burst is cut into frames under the socket's limit, maybe inside a delta: a
+        # delta arrives with the frame that holds its end.
+        carry = ""
         for at, frame in frames:
             if frame.get("type") != "token":
                 continue
             self.frames += 1
             text.append(frame["content"])
             stamps = []
-            for part in frame["content"].split(" ")[:-1]:
+            *parts, carry = (carry + frame["content"]).split(" ")
+            for part in parts:
                 index, stamp, lag = parse_delta(part)
                 indices.append(index)
                 stamps.append(stamp)

@@ -57,7 +57,16 @@ def _insert_sql() -> str:
     message, conversation = Message._meta, Conversation._meta
     columns = {
         name: message.get_field(name).column
-        for name in ("conversation", "message_id", "position", "role", "content", "tool_call_id")
+        for name in (
+            "conversation",
+            "message_id",
+            "position",
+            "role",
+            "content",
+            "tool_call_id",
+            "thinking",
+            "hidden",
+        )
     }
     columns["created"] = message.get_field("created").column
     quote = connection.ops.quote_name
@@ -69,7 +78,7 @@ def _insert_sql() -> str:
     return (
         f"INSERT INTO {table} ({names}) "
         f"SELECT c.id, %s, COALESCE((SELECT MAX(m.{quote(columns['position'])}) FROM {table} m "
-        f"WHERE m.{of} = c.id), -1) + 1, 'user', %s, '', %s "
+        f"WHERE m.{of} = c.id), -1) + 1, 'user', %s, '', '', %s, %s "
         f"FROM {quote(conversation.db_table)} c WHERE c.id = %s AND c.{owner} = %s"
     )
 
@@ -84,7 +93,7 @@ def store_user_message(user_id: int, conversation_id: str, message_id: str, text
     key = Conversation._meta.pk.get_db_prep_value(uuid.UUID(conversation_id), connection)
     created = Message._meta.get_field("created").get_db_prep_value(timezone.now(), connection)
     with connection.cursor() as cursor:
-        cursor.execute(INSERT, [message_id, text, created, key, user_id])
+        cursor.execute(INSERT, [message_id, text, False, created, key, user_id])
         return cursor.rowcount == 1
 
 

@@ -3,12 +3,14 @@ server, and a profile whose model it plays."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 
+from agents.jobs import job_service
 from agents.models import AgentProfile, ProviderEndpoint, Tool
+from conversations.models import Conversation
 from tests.providers.server import StubServer
 
 
@@ -42,5 +44,34 @@ def editor(stub: StubServer) -> Callable[..., AgentProfile]:
         )
         profile.tools.set([Tool.objects.create(name="workspace", kind="builtin")])
         return profile
+
+    return make
+
+
+@pytest.fixture
+async def quick_jobs(settings, monkeypatch) -> AsyncIterator[None]:
+    """The process's job service with quick heartbeats and quick looks at running children
+    (the test waits for them); stopped with the test."""
+    settings.ORKESTREL = {**settings.ORKESTREL, "DELEGATE_PROGRESS_SECONDS": 0.05}
+    monkeypatch.setattr(job_service, "heartbeat", 0.05)
+    yield
+    await job_service.shutdown()
+
+
+@pytest.fixture
+def delegating(stub: StubServer) -> Callable[[Any], Conversation]:
+    """``delegating(owner)``: a conversation on ``lead``, whose profile may delegate to
+    ``helper``; both on the ``stub`` server."""
+
+    def make(owner: Any) -> Conversation:
+        endpoint = ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=stub.url)
+        tool = Tool.objects.create(name="delegate", kind=Tool.Kind.BUILTIN, timeout=60.0)
+        lead = AgentProfile.objects.create(slug="lead", name="Lead", model=f"{endpoint.name}/m")
+        helper = AgentProfile.objects.create(
+            slug="helper", name="Helper", model=f"{endpoint.name}/m"
+        )
+        lead.tools.add(tool)
+        lead.may_delegate_to.add(helper)
+        return Conversation.objects.create(owner=owner, title="Delegating", profile=lead)
 
     return make

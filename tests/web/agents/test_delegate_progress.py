@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.jobs import job_service
-from agents.models import AgentJob, AgentProfile, ProviderEndpoint, Tool
+from agents.models import AgentJob
 from conversations.models import Conversation
 from tests.providers.turns import reply
 
@@ -24,25 +22,8 @@ TASK = {"profile": "helper", "task": "write half an answer"}
 
 
 @pytest.fixture
-async def jobs(settings, monkeypatch) -> AsyncIterator[None]:
-    """The process's job service runs the children; its beats and the card's looks are quick
-    (the test waits for them), and it stops with the test."""
-    settings.ORKESTREL = {**settings.ORKESTREL, "DELEGATE_PROGRESS_SECONDS": 0.05}
-    monkeypatch.setattr(job_service, "heartbeat", 0.05)
-    yield
-    await job_service.shutdown()
-
-
-@pytest.fixture
-def chat(user, stub) -> Conversation:
-    """A conversation on ``lead``, whose profile may delegate to ``helper``; both on the stub."""
-    endpoint = ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=stub.url)
-    tool = Tool.objects.create(name="delegate", kind=Tool.Kind.BUILTIN, timeout=60.0)
-    lead = AgentProfile.objects.create(slug="lead", name="Lead", model=f"{endpoint.name}/m")
-    helper = AgentProfile.objects.create(slug="helper", name="Helper", model=f"{endpoint.name}/m")
-    lead.tools.add(tool)
-    lead.may_delegate_to.add(helper)
-    return Conversation.objects.create(owner=user, title="Delegating", profile=lead)
+def chat(user, delegating) -> Conversation:
+    return delegating(user)
 
 
 def progress_tasks() -> list[asyncio.Task[Any]]:
@@ -50,7 +31,7 @@ def progress_tasks() -> list[asyncio.Task[Any]]:
 
 
 async def test_the_card_follows_the_running_child_until_the_tool_frame_ends_it(
-    user, chat, stub, manager, jobs
+    user, chat, stub, manager, quick_jobs
 ):
     release = threading.Event()
     stub.enqueue(

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
 
 import pytest
 
-from agents.jobs import job_service
-from agents.models import AgentProfile, ProviderEndpoint, Tool
 from agents.runs import RunManager, RunService, run_service
 from conversations.models import Conversation
 from tests.providers.turns import reply
@@ -24,26 +21,12 @@ TASK = {"profile": "helper", "task": "write half an answer"}
 
 
 @pytest.fixture
-async def jobs(settings, monkeypatch) -> AsyncIterator[None]:
-    settings.ORKESTREL = {**settings.ORKESTREL, "DELEGATE_PROGRESS_SECONDS": 0.05}
-    monkeypatch.setattr(job_service, "heartbeat", 0.05)
-    yield
-    await job_service.shutdown()
-
-
-@pytest.fixture
-def conversation(alice, stub) -> Conversation:
-    endpoint = ProviderEndpoint.objects.create(name="stub", kind="openai", base_url=stub.url)
-    tool = Tool.objects.create(name="delegate", kind=Tool.Kind.BUILTIN, timeout=60.0)
-    lead = AgentProfile.objects.create(slug="lead", name="Lead", model=f"{endpoint.name}/m")
-    helper = AgentProfile.objects.create(slug="helper", name="Helper", model=f"{endpoint.name}/m")
-    lead.tools.add(tool)
-    lead.may_delegate_to.add(helper)
-    return Conversation.objects.create(owner=alice, title="Delegating", profile=lead)
+def conversation(alice, delegating) -> Conversation:
+    return delegating(alice)
 
 
 async def test_progress_events_stream_live_and_replay_like_every_event(
-    alice_key, conversation, stub, jobs
+    alice_key, conversation, stub, quick_jobs
 ):
     release = threading.Event()
     stub.enqueue(

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.providers.server import StubServer
 from tests.providers.turns import reply
 
 from .test_celery_workers import BROKER, api, settled, stack, until  # noqa: F401
@@ -44,15 +42,6 @@ class Release(threading.Event):
 
     def wait(self, timeout: float | None = None) -> bool:
         return super().wait(60.0)
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_a_job_on_a_worker_stores_its_progress_while_it_runs_and_keeps_it(
