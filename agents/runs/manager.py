@@ -4,7 +4,8 @@ It starts runs (at most one per conversation), stops and compacts them, and comp
 parts that serve them: local fan-out (``fanout``), the cross-process relay (``relay``),
 checkpoints (``checkpoints``) and pacing (``pacing``), all timed by one ``RunTimings``. With
 runs on workers, a web process's manager stores the message and opens the run as ever, then
-hands it to the broker (``Dispatched``); the worker's own manager ``adopt``s it.
+hands it to the broker (``Dispatched``); the worker's own manager ``adopt``s it. A stop of a
+run no worker has claimed yet settles it here (``stop_elsewhere``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -41,7 +43,14 @@ from .payloads import compaction_payload
 from .records import ConversationSeed, RunLimits, finish_run, prepare_run, save_events
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
-from .workers import prepare_queued, publish_run
+from .workers import (
+    Prepared,
+    QueuedStop,
+    prepare_queued,
+    publish_run,
+    still_running,
+    stop_queued,
+)
 
 __all__ = ["MANUAL_KEEP", "RECENT_RUNS", "Busy", "Dispatched", "RunManager", "run_manager"]
 
@@ -51,6 +60,10 @@ MANUAL_KEEP = 2
 # Settled runs kept in memory for followers while their frames are being stored (and a while
 # after: a follower that reconnects at once replays from memory, not from the database).
 RECENT_RUNS = 256
+# A stop sent to a worker that claimed the run a moment ago may come before it listens: it
+# is sent again this often while the run is running, at most this many times.
+STOP_RESEND_SECONDS = 0.5
+STOP_SENDS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +198,9 @@ class RunManager:
             limits = RunLimits(
                 per_user=settings.ORKESTREL.get("MAX_RUNS_PER_USER", 0), stale=self.timings.stale
             )
-            prepare = prepare_queued if workers else prepare_run
+            prepare: Callable[..., Prepared] = (
+                partial(prepare_queued, nonce=nonce) if workers else prepare_run
+            )
             loaded, run_id, usage, user_payload, title, decisions = await in_thread(prepare)(
                 conversation_id,
                 user_id,
@@ -319,27 +334,62 @@ class RunManager:
         active = self._runs.get(conversation_id)
         if active is None:
             if self.on_workers:
-                # Its run is on a worker: the stop goes there through the layer (whether one
-                # runs is for the worker to know: its ``abort`` frame confirms).
-                self.relay.background(self._cancel_remote(conversation_id, reason))
+                # Its run is queued for the workers or on one (whether one runs is for the
+                # database or the worker to know: the ``abort`` frame confirms).
+                self.relay.background(self.stop_elsewhere(conversation_id, reason))
                 return True
             return False
         active.session.agent.abort(reason)
         return True
 
-    async def _cancel_remote(self, conversation_id: str, reason: str) -> None:
+    async def stop_elsewhere(
+        self, conversation_id: str, reason: str = "stopped by user", run_id: int | None = None
+    ) -> None:
+        """Stop the conversation's run (``run_id``, when known) that the workers hold.
+
+        Still queued with no worker's claim, it is settled here (``stop_queued``) and every
+        follower sees it end as a stopped run does; otherwise the stop goes to the worker
+        through the layer (``send_stop``, in the background): never both, never neither.
+        """
         try:
-            await get_channel_layer().group_send(
-                join_group(conversation_id),
-                {
-                    "type": "run.cancel",
-                    "conversation": conversation_id,
-                    "origin": self.origin,
-                    "reason": reason,
-                },
-            )
-        except Exception:  # noqa: BLE001 - the user can press stop again
-            logger.warning("sending a stop to the workers failed", exc_info=True)
+            stop = await in_thread(stop_queued)(conversation_id, reason, run_id)
+        except Exception:  # noqa: BLE001 - the worker's side of the stop still works
+            logger.warning("stopping the queued run of %s failed", conversation_id, exc_info=True)
+            stop = QueuedStop(run_id)
+        if not stop.settled:
+            self.relay.background(self.send_stop(conversation_id, reason, stop.run_id))
+            return
+        for frame in stop.frames:
+            self.publish(conversation_id, frame)
+        if stop.owner_id is not None:
+            # As after any stopped run: messages sent meanwhile start the next one.
+            await self.next_from_pending(stop.owner_id, conversation_id)
+
+    async def send_stop(self, conversation_id: str, reason: str, run_id: int | None = None) -> None:
+        """Send a stop to the process holding the conversation's run, through the layer.
+
+        With ``run_id`` (a worker's run), again while it is running: a worker that has just
+        claimed it listens only once its run is up, and a stop before that is not heard.
+        """
+        message: dict[str, Any] = {
+            "type": "run.cancel",
+            "conversation": conversation_id,
+            "origin": self.origin,
+            "reason": reason,
+        }
+        if run_id is not None:
+            message["run"] = run_id  # never another run (the next one, from pending)
+        for sent in range(1, STOP_SENDS + 1):
+            try:
+                await get_channel_layer().group_send(join_group(conversation_id), message)
+            except Exception:  # noqa: BLE001 - the user can press stop again
+                logger.warning("sending a stop to the workers failed", exc_info=True)
+                return
+            if run_id is None or sent == STOP_SENDS:
+                return
+            await asyncio.sleep(STOP_RESEND_SECONDS)
+            if not await in_thread(still_running)(run_id):
+                return
 
     async def compact(self, *, user_id: int, conversation_id: str, focus: str | None) -> Any:
         """Fold the conversation's older history now (with an optional focus)."""

@@ -414,6 +414,10 @@ class RunService:
         layer = get_channel_layer()
         if record.status not in ("queued", "running") or not is_shared(layer):
             return False
+        if self.manager.on_workers:
+            # Settled here while no worker has claimed it, else sent to its worker.
+            await self.manager.stop_elsewhere(record.conversation_id, reason, record.id)
+            return True
         await layer.group_send(
             join_group(record.conversation_id),
             {
