@@ -86,9 +86,10 @@ def _stored(conversation) -> tuple[list[str], int]:
 async def test_a_flood_of_sends_starts_one_run_queues_a_bounded_few_and_refuses_the_rest(
     user, conversation, demo, manager, settings
 ):
-    # Slow words (about 10 s of answer): the one run outlives the flood even on a loaded
-    # machine; it is stopped as soon as every send was answered, so the test does not wait.
-    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.2}
+    # Slow words (about 50 s of answer): the one run outlives the flood even on a loaded
+    # machine (10 s did not, beside two other test workers); it is stopped as soon as every
+    # send was answered, so the test does not wait.
+    settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 1.0}
     socket = await connect(user, conversation)
     for n in range(SENDS):  # without waiting for any answer
         await socket.send_json_to({"type": "send", "content": f"message {n} " + "word " * 50})
