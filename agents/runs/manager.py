@@ -40,7 +40,14 @@ from .fanout import FanOut, Subscriber, spawn
 from .groups import join_group
 from .handoff import Handoff
 from .payloads import compaction_payload
-from .records import ConversationSeed, RunLimits, finish_run, prepare_run, save_events
+from .records import (
+    ConversationSeed,
+    RunLimits,
+    finish_run,
+    prepare_run,
+    run_going,
+    save_events,
+)
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
 from .workers import (
@@ -397,6 +404,9 @@ class RunManager:
             raise Busy("a reply is still running in this conversation")
         self._starting.add(conversation_id)
         try:
+            # Another process (a web process, a worker) may hold the conversation's run.
+            if await in_thread(run_going)(conversation_id, self.timings.stale):
+                raise Busy("a reply is still running in this conversation")
             session = await ChatSession.open(conversation_id, user_id)
             conversation = session.agent.context.messages
             if focus:

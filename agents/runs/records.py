@@ -54,6 +54,7 @@ __all__ = [
     "RunRecord",
     "owned_run",
     "run_conversation",
+    "run_going",
     "stored_events",
     "finish_run",
     "prepare_run",
@@ -261,6 +262,22 @@ def _open_run(
                 f"(at most {limits.per_user} at once)"
             )
     return run.id
+
+
+def run_going(conversation_id: str, stale: float) -> bool:
+    """Whether a run of the conversation is going in any process: queued for a worker,
+    running with a live heartbeat (within ``stale`` seconds), or paused for approvals. Its
+    history is that run's to change (a ``/compact`` waits)."""
+    cutoff = timezone.now() - timedelta(seconds=stale)
+    return (
+        Run.objects.filter(conversation_id=conversation_id)
+        .filter(
+            Q(status=Run.Status.QUEUED)
+            | Q(status=Run.Status.RUNNING, heartbeat__gte=cutoff)
+            | Q(status=Run.Status.AWAITING_APPROVAL)
+        )
+        .exists()
+    )
 
 
 def _free_stale_slot(conversation_id: str, stale: float) -> bool:

@@ -140,6 +140,33 @@ async def test_a_start_closes_a_dead_run_keeping_its_text_and_a_live_one_is_busy
         await RunManager().start(user_id=user.id, conversation_id=str(conversation.id), content="y")
 
 
+async def test_a_compact_waits_while_another_process_holds_the_conversations_run(
+    user, conversation, fast_demo
+):
+    manager = RunManager()
+    for text in ("first question", "second question", "third question"):
+        active = await manager.start(
+            user_id=user.id, conversation_id=str(conversation.id), content=text
+        )
+        await active.task
+    before = await sync_to_async(Message.objects.filter(conversation=conversation).count)()
+    # Another web process or a worker runs the conversation now (its heartbeat is fresh).
+    live = await sync_to_async(_dead_run)(conversation, beat=timedelta(0))
+    with pytest.raises(Busy):
+        await manager.compact(user_id=user.id, conversation_id=str(conversation.id), focus=None)
+    folded = await sync_to_async(
+        Message.objects.filter(conversation=conversation, section__isnull=False).count
+    )()
+    assert folded == 0
+    assert await sync_to_async(Message.objects.filter(conversation=conversation).count)() == before
+    # Once that run has settled, the history is the user's to fold.
+    await sync_to_async(Run.objects.filter(id=live.id).update)(status="done")
+    section = await manager.compact(
+        user_id=user.id, conversation_id=str(conversation.id), focus=None
+    )
+    assert section is not None
+
+
 def test_the_sweep_closes_only_runs_whose_heartbeat_is_stale(user, conversation):
     stale = _dead_run(conversation)
     other = Conversation.objects.create(owner=user, profile=conversation.profile)
