@@ -483,7 +483,7 @@ class AgentJobAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["id", "user", "profile", "status", "attempts", "cancel_requested"]}),
         ("Request", {"fields": ["job", "retries", "allow_partial"]}),
-        ("Outcome", {"fields": ["result", "error_code", "error"]}),
+        ("Outcome", {"fields": ["progress", "result", "error_code", "error"]}),
         ("Delegation", {"fields": ["parent", "depth"]}),
         ("Holder", {"fields": ["owner", "heartbeat"]}),
         ("History", {"fields": ["created", "started", "finished", "history"]}),
@@ -498,6 +498,7 @@ class AgentJobAdmin(admin.ModelAdmin):
         "job",
         "retries",
         "allow_partial",
+        "progress",
         "result",
         "error_code",
         "error",

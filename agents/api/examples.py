@@ -696,6 +696,7 @@ JOB_QUEUED_VALUE = {
     "error": None,
     "parent": None,
     "depth": 0,
+    "progress": {"turns": 0, "tools": 0, "last_tool": "", "tokens": 0, "text": ""},
 }
 NEW_JOB = example(
     "Summarize",
@@ -717,6 +718,13 @@ JOB_DONE = example(
         "attempts": 1,
         "started": CREATED,
         "finished": LATER,
+        "progress": {
+            "turns": 1,
+            "tools": 0,
+            "last_tool": "",
+            "tokens": 31,
+            "text": "The flight leaves at 9.",
+        },
         "result": {
             "content": "The flight leaves at 9.",
             "thinking": None,

@@ -30,6 +30,7 @@ from conversations.services import default_profile, enabled_profiles
 
 from ..jobs import JobRequest, JobSettled, job_service
 from ..models import AgentJob, AgentProfile
+from ..runtime.progress import Progress, ProgressPayload
 from . import examples
 from .base import JsonErrors, user_id
 from .errors import Conflict
@@ -199,13 +200,23 @@ class JobErrorSerializer(serializers.Serializer[Any]):
     message = serializers.CharField()
 
 
+class JobProgressSerializer(serializers.Serializer[Any]):
+    turns = serializers.IntegerField(help_text="Model requests the current attempt made.")
+    tools = serializers.IntegerField(help_text="Tool calls it ran.")
+    last_tool = serializers.CharField(help_text="The latest tool it called (empty: none).")
+    tokens = serializers.IntegerField(help_text="Tokens it used.")
+    text = serializers.CharField(help_text="The end of its answer so far (up to 200 chars).")
+
+
 class JobSerializer(serializers.ModelSerializer[AgentJob]):
-    """A job: its status, attempts, times, and its result or error once settled."""
+    """A job: its status, attempts, times, how far it got (``progress``: written with each
+    heartbeat while it runs, kept once it settled), and its result or error once settled."""
 
     profile = serializers.SerializerMethodField()
     options = serializers.SerializerMethodField()
     result = serializers.SerializerMethodField()
     error = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
 
     class Meta:
         model = AgentJob
@@ -223,6 +234,7 @@ class JobSerializer(serializers.ModelSerializer[AgentJob]):
             "error",
             "parent",
             "depth",
+            "progress",
         ]
         read_only_fields = fields
 
@@ -243,6 +255,10 @@ class JobSerializer(serializers.ModelSerializer[AgentJob]):
     @extend_schema_field(JOB_RESULT)
     def get_result(self, job: AgentJob) -> dict[str, Any] | None:
         return job.result
+
+    @extend_schema_field(JobProgressSerializer)
+    def get_progress(self, job: AgentJob) -> ProgressPayload:
+        return Progress.of(job.progress).payload()
 
     @extend_schema_field(JobErrorSerializer(allow_null=True))
     def get_error(self, job: AgentJob) -> dict[str, str] | None:

@@ -209,3 +209,16 @@ def test_a_body_that_is_not_an_object_is_a_400(api, demo):
     response = api.post("/api/jobs/", [HELLO], format="json")
     assert response.status_code == 400
     assert not AgentJob.objects.exists()
+
+
+async def test_a_job_shows_how_far_it_got_and_a_malformed_progress_reads_as_none(
+    alice, alice_key, demo
+):
+    progress = {"turns": 2, "tools": 1, "last_tool": "workspace", "tokens": 340, "text": "So far"}
+    running = await sync_to_async(job_of)(alice, demo, status="running", progress=progress)
+    odd = await sync_to_async(job_of)(alice, demo, progress={"turns": "two", "text": 5})
+    client = client_for(alice_key)
+    body = (await client.get(f"/api/jobs/{running.pk}/")).json()
+    assert body["status"] == "running" and body["progress"] == progress
+    body = (await client.get(f"/api/jobs/{odd.pk}/")).json()
+    assert body["progress"] == {"turns": 0, "tools": 0, "last_tool": "", "tokens": 0, "text": ""}
