@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -31,14 +30,13 @@ from tests.providers.turns import reply
 from .test_celery_runs import (
     LAYER,
     SETUP,
-    STALE,
     WAIT,
-    WORD_SECONDS,
     Chat,
     _daphne,
     open_socket,
     run_of,
     send,
+    workers_env,
 )
 from .test_celery_workers import BROKER, Stack, _database, _delete_queue, until
 
@@ -90,25 +88,7 @@ def stopping(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stopping]:
     stub = StubServer().start()
     try:
         with _database(folder) as database:
-            env = dict(os.environ)
-            # As ``test_celery_runs``'s processes.
-            env.update(
-                {
-                    "DATABASE_URL": database,
-                    "REDIS_URL": LAYER,
-                    "CELERY_BROKER_URL": BROKER,
-                    "CELERY_TASK_DEFAULT_QUEUE": queue,
-                    "ORKESTREL_RUNS_ON": "workers",
-                    "ORKESTREL_DEMO_WORD_DELAY": str(WORD_SECONDS),
-                    "ORKESTREL_JOB_STALE_SECONDS": str(STALE),
-                    "DEBUG": "false",
-                    "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                    "API_THROTTLE_RATE": "100000/min",
-                    "SECRET_KEY": os.environ.get("SECRET_KEY") or "queued-stop-tests-only",
-                    "DJANGO_SETTINGS_MODULE": "orkestrel.settings",
-                    "PYTHONUNBUFFERED": "1",
-                }
-            )
+            env = workers_env(database, queue, API_THROTTLE_RATE="100000/min")
             stack = Stack(env=env, folder=folder, queue=queue, url="", key="")
             made = json.loads(stack.shell(SETUP + STUBBED.format(url=f"{stub.url}/v1")))
             servers: list[tuple[subprocess.Popen[bytes], str]] = []

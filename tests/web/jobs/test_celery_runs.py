@@ -129,28 +129,36 @@ def _daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], st
     return process, url
 
 
+def workers_env(database: str, queue: str, **more: str) -> dict[str, str]:
+    """The environment of the web processes and workers: runs on workers, on ``database``
+    and a broker ``queue`` of the test's own; ``more`` sets more."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": database,
+            "REDIS_URL": LAYER,
+            "CELERY_BROKER_URL": BROKER,
+            "CELERY_TASK_DEFAULT_QUEUE": queue,
+            "ORKESTREL_RUNS_ON": "workers",
+            "ORKESTREL_DEMO_WORD_DELAY": str(WORD_SECONDS),
+            "ORKESTREL_JOB_STALE_SECONDS": str(STALE),
+            "DEBUG": "false",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or "celery-runs-tests-only",
+            "DJANGO_SETTINGS_MODULE": "orkestrel.settings",
+            "PYTHONUNBUFFERED": "1",
+            **more,
+        }
+    )
+    return env
+
+
 @pytest.fixture(scope="module")
 def chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chat]:
     folder = tmp_path_factory.mktemp("runs")
     queue = f"orkestrel-runs-{uuid.uuid4().hex[:10]}"
     with _database(folder) as database:
-        env = dict(os.environ)
-        env.update(
-            {
-                "DATABASE_URL": database,
-                "REDIS_URL": LAYER,
-                "CELERY_BROKER_URL": BROKER,
-                "CELERY_TASK_DEFAULT_QUEUE": queue,
-                "ORKESTREL_RUNS_ON": "workers",
-                "ORKESTREL_DEMO_WORD_DELAY": str(WORD_SECONDS),
-                "ORKESTREL_JOB_STALE_SECONDS": str(STALE),
-                "DEBUG": "false",
-                "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                "SECRET_KEY": os.environ.get("SECRET_KEY") or "celery-runs-tests-only",
-                "DJANGO_SETTINGS_MODULE": "orkestrel.settings",
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
+        env = workers_env(database, queue)
         stack = Stack(env=env, folder=folder, queue=queue, url="", key="")
         made = json.loads(stack.shell(SETUP))
         servers: list[tuple[subprocess.Popen[bytes], str]] = []
