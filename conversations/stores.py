@@ -18,16 +18,16 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.utils import timezone
+from django.db.models import QuerySet
 
 from orkestrel.core.conversation_store import ConversationSnapshot, is_conversation_snapshot
 from orkestrel.core.messages import MessageInput
 from orkestrel.db import in_thread, owner_pk, parse_id
+from orkestrel.statements import Names, Query, field_of, insert, prep
 from workspaces.models import Workspace
 
 from .models import Conversation, Message, Section, message_dict
-from .writer import Stored, Writer, layout, new_message_row
+from .writer import FIXED_INSERTS, Stored, Writer, layout, new_message_row, touch
 
 __all__ = ["DjangoConversationStore"]
 
@@ -133,8 +133,8 @@ class DjangoConversationStore:
                 if any(m["id"] == row.message_id for m in _every_message(snapshot)):
                     raise taken
                 row.position = stored.top + 1
-                row.save(force_insert=True)
-                Conversation.objects.filter(pk=key).update(updated=timezone.now())
+                insert(row)
+                touch(key)
         except IntegrityError as error:
             # A writer that bypassed the lock stored the id meanwhile (the unique constraint).
             raise taken from error
@@ -175,16 +175,23 @@ class DjangoConversationStore:
             raise ValueError("creating a conversation needs a store with an owner")
         rows = [new_message_row(key, None, index, m) for index, m in enumerate(messages)]
         with transaction.atomic():
-            workspace = Workspace.objects.create(owner_id=self._owner, name=title or "Workspace")
-            Conversation.objects.create(
-                id=key,
-                owner_id=self._owner,
-                profile_id=profile_id,
-                origin=origin,
-                title=title,
-                workspace=workspace,
+            # Fixed SQL (``orkestrel.statements``): every OpenAI request creates one.
+            workspace = Workspace(owner_id=self._owner, name=title or "Workspace")
+            insert(workspace)
+            insert(
+                Conversation(
+                    id=key,
+                    owner_id=self._owner,
+                    profile_id=profile_id,
+                    origin=origin,
+                    title=title,
+                    workspace=workspace,
+                )
             )
-            Message.objects.bulk_create(rows)
+            if len(rows) <= FIXED_INSERTS:
+                insert(*rows)
+            else:
+                Message.objects.bulk_create(rows)
         snapshot: ConversationSnapshot = {
             "id": str(key),
             "sections": [],
@@ -237,21 +244,30 @@ class DjangoConversationStore:
         )
 
 
+_SECTIONS = Query(
+    lambda n: (
+        f"SELECT {n.columns(Section, ('id', 'section_id', 'summary'))} FROM {n.table(Section)} "
+        f"WHERE {n.column(Section, 'conversation')} = %s ORDER BY {n.column(Section, 'position')}"
+    )
+)
+# The chosen branch's messages (``Message.objects``), in order.
+_MESSAGES = Query(
+    lambda n: (
+        f"SELECT {n.columns(Message, _MESSAGE_COLUMNS)} FROM {n.table(Message)} "
+        f"WHERE {n.column(Message, 'conversation')} = %s AND {n.column(Message, 'hidden')} = %s "
+        f"ORDER BY {n.column(Message, 'position')}, {n.column(Message, 'id')}"
+    ),
+    [field_of(Message, name) for name in _MESSAGE_COLUMNS],
+)
+
+
 def _snapshot(key: uuid.UUID, summary: str | None) -> ConversationSnapshot:
     """The stored sections and messages of ``key`` as a snapshot (two queries)."""
-    sections = list(
-        Section.objects.filter(conversation_id=key)
-        .order_by("position")
-        .values_list("pk", "section_id", "summary")
-    )
+    conversation = prep(Message, "conversation", key)
+    sections = _SECTIONS.rows([conversation])
     originals: dict[int, list[dict[str, Any]]] = {pk: [] for pk, _, _ in sections}
     tail: list[dict[str, Any]] = []
-    rows = (
-        Message.objects.filter(conversation_id=key)
-        .order_by("position", "pk")
-        .values_list(*_MESSAGE_COLUMNS)
-    )
-    for section, *columns in rows:
+    for section, *columns in _MESSAGES.rows([conversation, False]):
         (tail if section is None else originals[section]).append(message_dict(*columns))
     snapshot: ConversationSnapshot = {
         "id": str(key),
@@ -272,28 +288,36 @@ def _every_message(snapshot: ConversationSnapshot) -> Iterator[Mapping[str, Any]
     yield from snapshot["messages"]
 
 
+def _locked_sql(n: Names, count: bool) -> str:
+    c, m = "c", "m"
+    of = f"{n.column(Message, 'conversation', m)} = {n.column(Conversation, 'id', c)}"
+    # The top over every row, the messages of alternatives not chosen too: a position names
+    # one message whichever branch is chosen later. The count is of the chosen ones.
+    top = f"(SELECT MAX({n.column(Message, 'position', m)}) FROM {n.table(Message)} {m} WHERE {of})"
+    total = (
+        f", (SELECT COUNT(*) FROM {n.table(Message)} {m} WHERE {of} "
+        f"AND {n.column(Message, 'hidden', m)} = %s)"
+        if count
+        else ""
+    )
+    return (
+        f"SELECT {n.columns(Conversation, ('owner', 'summary'), c)}, {top}{total} "
+        f"FROM {n.table(Conversation)} {c} WHERE {n.column(Conversation, 'id', c)} = %s"
+        f"{n.for_update}"
+    )
+
+
+_LOCKED = Query(lambda n: _locked_sql(n, count=False))
+_LOCKED_COUNTED = Query(lambda n: _locked_sql(n, count=True))
+
+
 def _locked(
     key: uuid.UUID, *, count: bool = True
 ) -> tuple[int, str | None, int | None, int | None] | None:
     """The conversation's owner, rollup, highest position and (if asked) message count, with
     the row locked."""
-    messages = Message.objects.filter(conversation_id=OuterRef("pk")).order_by()
-    # The top over every row, the messages of alternatives not chosen too: a position names
-    # one message whichever branch is chosen later.
-    every = Message.every.filter(conversation_id=OuterRef("pk")).order_by()
-    annotations: dict[str, Subquery] = {
-        "top": Subquery(every.order_by("-position").values("position")[:1])
-    }
-    if count:
-        annotations["total"] = Subquery(
-            messages.values("conversation_id").annotate(n=Count("pk")).values("n")
-        )
-    found = list(
-        Conversation.objects.select_for_update()
-        .filter(pk=key)
-        .annotate(**annotations)
-        .values_list("owner_id", "summary", *annotations)[:1]
-    )
+    conversation = prep(Conversation, "id", key)
+    found = _LOCKED_COUNTED.rows([False, conversation]) if count else _LOCKED.rows([conversation])
     if not found:
         return None
     owner, summary, top, *total = found[0]

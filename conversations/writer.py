@@ -19,16 +19,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from orkestrel.core.conversation_store import ConversationSnapshot
 from orkestrel.core.messages import MessageInput, create_message, message_to_dict
 from orkestrel.db import ascending, chunked
+from orkestrel.statements import Query, field_of, insert, prep, update
 
 from .models import Conversation, Message, Section
 
 __all__ = [
+    "FIXED_INSERTS",
     "Group",
     "Stored",
     "Thought",
@@ -37,6 +40,7 @@ __all__ = [
     "layout",
     "new_message_row",
     "stored_thinking",
+    "touch",
     "write_thinking",
 ]
 
@@ -95,6 +99,48 @@ def fingerprint(messages: Sequence[Mapping[str, Any]]) -> str:
     # Length-prefixed, so no two id lists spell the same text.
     text = "".join([f"{len(message['id'])}:{message['id']}" for message in messages])
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def touch(key: uuid.UUID, **values: Any) -> None:
+    """Move the conversation's ``updated`` to now (lists order by it), with ``values``."""
+    update(Conversation, {"id": key}, {**values, "updated": timezone.now()})
+
+
+# The live tail's rows, in fixed SQL: a turn's save reads them (``_rows`` of the tail).
+_TAIL_ROWS = Query(
+    lambda n: (
+        f"SELECT {n.columns(Message, ('message_id', 'id', 'section', 'position'))} "
+        f"FROM {n.table(Message)} WHERE {n.column(Message, 'conversation')} = %s "
+        f"AND {n.column(Message, 'hidden')} = %s AND {n.column(Message, 'section')} IS NULL"
+    )
+)
+_SECTION_FIELDS = ("id", "section_id", "position", "summary", "fingerprint")
+_SECTIONS = Query(
+    lambda n: (
+        f"SELECT {n.columns(Section, _SECTION_FIELDS)} FROM {n.table(Section)} "
+        f"WHERE {n.column(Section, 'conversation')} = %s"
+    )
+)
+# Up to this many new messages are inserted in fixed SQL: a turn's few rows cost less that
+# way than ``bulk_create``'s compiling.
+FIXED_INSERTS = 8
+
+
+def _stored_sections(key: uuid.UUID) -> dict[str, Section]:
+    """The conversation's sections by id (the columns a save compares)."""
+    attnames = [field_of(Section, name).attname for name in _SECTION_FIELDS]
+    return {
+        section.section_id: section
+        for section in (
+            Section.from_db(connection.alias, attnames, row)
+            for row in _SECTIONS.rows([prep(Section, "conversation", key)])
+        )
+    }
+
+
+def _tail_rows(key: uuid.UUID) -> _Rows:
+    rows = _TAIL_ROWS.rows([prep(Message, "conversation", key), False])
+    return {message_id: (pk, section, position) for message_id, pk, section, position in rows}
 
 
 def _rows(key: uuid.UUID, where: Q) -> _Rows:
@@ -189,23 +235,22 @@ class Writer:
         )
         values: dict[str, Any] = {"summary": summary} if summary != self.stored.summary else {}
         if changed or values:
-            Conversation.objects.filter(pk=self.key).update(**values, updated=timezone.now())
+            touch(self.key, **values)
         self._apply()
 
     def _plan(self) -> None:
-        stored = {
-            section.section_id: section
-            for section in Section.objects.filter(conversation_id=self.key)
-            .order_by()
-            .only("pk", "section_id", "position", "summary", "fingerprint")
-        }
+        stored = _stored_sections(self.key)
         prints = {group.key: fingerprint(group.messages) for group in self.groups[:-1]}
         # A known section whose originals are listed unchanged is trusted and not read: the
         # tail and the other sections (dropped ones: a merge re-parents their originals) are.
         trusted = {key for key, row in stored.items() if prints.get(key) == row.fingerprint}
         self.dropped = [row.pk for key, row in stored.items() if key not in prints]
         unread = [row.pk for key, row in stored.items() if key not in trusted]
-        rows = _rows(self.key, Q(section__isnull=True) | Q(section_id__in=unread))
+        rows = (
+            _rows(self.key, Q(section__isnull=True) | Q(section_id__in=unread))
+            if unread
+            else _tail_rows(self.key)
+        )
         listed = sum(len(group.messages) for group in self.groups if group.key in trusted)
         if self.stored.total is None or self.stored.total - len(rows) != listed:
             # Rows changed under a trusted section (another writer): read and compare them all.
@@ -300,7 +345,10 @@ class Writer:
             for message in self.inserts:
                 # Their section may have been created just above: take its fresh pk.
                 message.section_id = message.section.pk if message.section else None
-            Message.objects.bulk_create(self.inserts)
+            if len(self.inserts) <= FIXED_INSERTS:
+                insert(*self.inserts)
+            else:
+                Message.objects.bulk_create(self.inserts)
 
 
 def new_message_row(

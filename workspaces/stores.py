@@ -20,6 +20,7 @@ from django.utils import timezone
 from orkestrel.core.files import File, FileDict, file_from_dict
 from orkestrel.core.workspace_store import WorkspaceSnapshot, is_workspace_snapshot
 from orkestrel.db import ascending, chunked, in_thread, owner_pk, parse_id
+from orkestrel.statements import Names, Query, field_of, prep
 
 from .models import Workspace, WorkspaceFile, file_fields
 
@@ -69,14 +70,10 @@ class DjangoWorkspaceStore:
         key = parse_id(id)
         if key is None:
             return None
-        # The workspace joined to its files: no row means no workspace, a row of NULLs (the
-        # outer join's) a workspace without files.
-        rows = list(
-            self._workspaces()
-            .filter(pk=key)
-            .order_by("files__position", "files__pk")
-            .values_list(*(f"files__{column}" for column in _FILE_COLUMNS))
-        )
+        query, params = _FILES, [prep(Workspace, "id", key)]
+        if self._owner is not None:
+            query, params = _OWNED_FILES, [*params, self._owner]
+        rows = query.rows(params)
         if not rows:
             return None
         return {"id": str(key), "files": [_file_dict(*row) for row in rows if row[0] is not None]}
@@ -191,6 +188,25 @@ def _positions(rows: list[WorkspaceFile | None], stored: dict[str, WorkspaceFile
 
 # A file row's columns, as ``_file_dict`` takes them.
 _FILE_COLUMNS = ("path", "text", "language", "data", "mime", "state", "size", "lines")
+
+
+def _files_sql(n: Names, owned: bool) -> str:
+    # The workspace joined to its files: no row means no workspace, a row of NULLs (the outer
+    # join's) a workspace without files.
+    w, f = "w", "f"
+    owner = f" AND {n.column(Workspace, 'owner', w)} = %s" if owned else ""
+    return (
+        f"SELECT {n.columns(WorkspaceFile, _FILE_COLUMNS, f)} FROM {n.table(Workspace)} {w} "
+        f"LEFT OUTER JOIN {n.table(WorkspaceFile)} {f} "
+        f"ON {n.column(WorkspaceFile, 'workspace', f)} = {n.column(Workspace, 'id', w)} "
+        f"WHERE {n.column(Workspace, 'id', w)} = %s{owner} "
+        f"ORDER BY {n.column(WorkspaceFile, 'position', f)}, {n.column(WorkspaceFile, 'id', f)}"
+    )
+
+
+_FILE_FIELDS = [field_of(WorkspaceFile, name) for name in _FILE_COLUMNS]
+_FILES = Query(lambda n: _files_sql(n, owned=False), _FILE_FIELDS)
+_OWNED_FILES = Query(lambda n: _files_sql(n, owned=True), _FILE_FIELDS)
 
 
 def _file_dict(

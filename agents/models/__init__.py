@@ -12,7 +12,12 @@ from .jobs import AgentJob
 from .keys import ApiKey
 from .profiles import AgentProfile
 from .prompts import PromptTemplate
-from .revision import ConfigRevision, bump_config_revision, config_revision_subquery
+from .revision import (
+    ConfigRevision,
+    bump_config_revision,
+    config_revision_sql,
+    config_revision_subquery,
+)
 from .skills import Skill
 from .tools import Tool
 
@@ -30,5 +35,6 @@ __all__ = [
     "Skill",
     "Tool",
     "bump_config_revision",
+    "config_revision_sql",
     "config_revision_subquery",
 ]

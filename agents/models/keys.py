@@ -13,13 +13,16 @@ import hmac
 import secrets
 import string
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
+
+from orkestrel.statements import Names, Query, prep
 
 if TYPE_CHECKING:
     # django-stubs' placeholder for ``AUTH_USER_MODEL``, which its plugin resolves.
@@ -50,6 +53,32 @@ def _split(raw: str) -> tuple[str, str] | None:
     return prefix, secret
 
 
+def _key_fields() -> tuple[models.Field[Any, Any], ...]:
+    return tuple(ApiKey._meta.concrete_fields)
+
+
+def _user_fields() -> tuple[models.Field[Any, Any], ...]:
+    return tuple(get_user_model()._meta.concrete_fields)
+
+
+def _usable_sql(n: Names) -> str:
+    user = get_user_model()
+    columns = [n.field(f, "k") for f in _key_fields()]
+    columns += [n.field(f, "u") for f in _user_fields()]
+    expires = n.column(ApiKey, "expires", "k")
+    return (
+        f"SELECT {', '.join(columns)} FROM {n.table(ApiKey)} k "
+        f"INNER JOIN {n.table(user)} u ON {n.column(ApiKey, 'user', 'k')} = "
+        f"{n.column(user, 'id', 'u')} "
+        f"WHERE {n.column(ApiKey, 'prefix', 'k')} = %s AND {n.column(ApiKey, 'revoked', 'k')} "
+        f"IS NULL AND ({expires} IS NULL OR {expires} > %s) "
+        f"AND {n.column(user, 'is_active', 'u')} = %s"
+    )
+
+
+_USABLE = Query(_usable_sql, lambda: (*_key_fields(), *_user_fields()))
+
+
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def usable(self, now: datetime | None = None) -> ApiKeyQuerySet:
         """Keys that authenticate: not revoked, not expired, of an active user."""
@@ -66,8 +95,17 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
         if parts is None:
             return None
         prefix, secret = parts
-        key = self.usable().select_related("user").filter(prefix=prefix).first()
-        if key is None or not hmac.compare_digest(key.digest, _digest(secret)):
+        # ``usable()`` with the user, in fixed SQL: every API request asks.
+        now = timezone.now()
+        found = _USABLE.rows([prefix, prep(ApiKey, "expires", now), True])
+        if not found:
+            return None
+        row, split = found[0], len(_key_fields())
+        key = ApiKey.from_db(connection.alias, [f.attname for f in _key_fields()], row[:split])
+        key.user = get_user_model().from_db(
+            connection.alias, [f.attname for f in _user_fields()], row[split:]
+        )
+        if not hmac.compare_digest(key.digest, _digest(secret)):
             return None
         return key
 

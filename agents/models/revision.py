@@ -7,7 +7,14 @@ import secrets
 from django.db import models
 from django.db.models import Subquery
 
-__all__ = ["ConfigRevision", "bump_config_revision", "config_revision_subquery"]
+from orkestrel.statements import Names
+
+__all__ = [
+    "ConfigRevision",
+    "bump_config_revision",
+    "config_revision_sql",
+    "config_revision_subquery",
+]
 
 SINGLETON = 1
 
@@ -38,3 +45,11 @@ def bump_config_revision() -> None:
 def config_revision_subquery() -> Subquery:
     """The current revision as a subquery, to ride along with another query at no extra trip."""
     return Subquery(ConfigRevision.objects.filter(pk=SINGLETON).values("value")[:1])
+
+
+def config_revision_sql(n: Names) -> str:
+    """``config_revision_subquery`` in fixed SQL (``orkestrel.statements``)."""
+    return (
+        f"(SELECT {n.column(ConfigRevision, 'value')} FROM {n.table(ConfigRevision)} "
+        f"WHERE {n.column(ConfigRevision, 'id')} = {SINGLETON})"
+    )

@@ -26,12 +26,18 @@ from orkestrel.core import (
     create_conversation,
 )
 from orkestrel.protocol import MessagePayload, UsagePayload, usage_payload
+from orkestrel.statements import Query, insert, prep, update
 from workspaces.stores import DjangoWorkspaceStore
 
-from ..models import AgentProfile, config_revision_subquery
 from ..runtime.client_tools import PENDING_CONTENT
 from ..runtime.overrides import RunOverrides
-from ..runtime.spec import LoadedSession, RuntimeSpec, load_spec, profile_usable
+from ..runtime.spec import (
+    LoadedSession,
+    RuntimeSpec,
+    enabled_profile,
+    load_spec,
+    profile_usable,
+)
 from ..runtime.usage import usage_columns
 from .errors import (
     AwaitingApproval,
@@ -192,7 +198,7 @@ def stored_events(run_id: int) -> list[dict[str, Any]] | None:
 
 def save_events(run_id: int, frames: list[dict[str, Any]]) -> None:
     """Store a settled run's frames, for followers that come after it left memory."""
-    Run.objects.filter(id=run_id).update(events=frames)
+    update(Run, {"id": run_id}, {"events": frames})
 
 
 def finish_run(
@@ -217,7 +223,7 @@ def finish_run(
         if result.usage is not None:
             # Its cost is written beside the conversation's, where the prices are known.
             fields.update(usage_columns(result.usage))
-    Run.objects.filter(id=run_id).update(**fields)
+    update(Run, {"id": run_id}, fields)
 
 
 ACTIVE = ("queued", "running")
@@ -240,28 +246,41 @@ def _open_run(
     start costs one insert. ``TooManyRuns`` when the user has more than ``limits.per_user``.
     """
     now = timezone.now()
+    run = Run(
+        conversation_id=conversation_id,
+        status="running",
+        started=now,
+        holder=holder,
+        heartbeat=now,
+        request=request,
+    )
     try:
-        run = Run.objects.create(
-            conversation_id=conversation_id,
-            status="running",
-            started=now,
-            holder=holder,
-            heartbeat=now,
-            request=request,
-        )
+        insert(run)
     except IntegrityError:
         raise _SlotTaken from None
     if limits.per_user:
         cutoff = now - timedelta(seconds=limits.stale)
-        going = Run.objects.filter(
-            conversation__owner_id=user_id, status__in=ACTIVE, heartbeat__gte=cutoff
-        ).count()
+        params = [user_id, *ACTIVE, prep(Run, "heartbeat", cutoff)]
+        going = _GOING.rows(params)[0][0]
         if going > limits.per_user:
             raise TooManyRuns(
                 f"you have {going - 1} replies running; wait for one to finish "
                 f"(at most {limits.per_user} at once)"
             )
-    return run.id
+    return run.pk
+
+
+# The user's runs going with a live heartbeat (the per-user cap), in fixed SQL: every start
+# counts them.
+_GOING = Query(
+    lambda n: (
+        f"SELECT COUNT(*) FROM {n.table(Run)} r INNER JOIN {n.table(Conversation)} c "
+        f"ON {n.column(Run, 'conversation', 'r')} = {n.column(Conversation, 'id', 'c')} "
+        f"WHERE {n.column(Conversation, 'owner', 'c')} = %s "
+        f"AND {n.column(Run, 'status', 'r')} IN ({', '.join(['%s'] * len(ACTIVE))}) "
+        f"AND {n.column(Run, 'heartbeat', 'r')} >= %s"
+    )
+)
 
 
 def run_going(conversation_id: str, stale: float) -> bool:
@@ -301,7 +320,7 @@ def _name(conversation_id: str, content: str, title: str) -> str:
     if not title:
         # An untitled conversation is named after its first message, as chat apps do.
         named = _title(content)
-        if named and Conversation.objects.filter(id=conversation_id, title="").update(title=named):
+        if named and update(Conversation, {"id": conversation_id, "title": ""}, {"title": named}):
             return named
         # Named meanwhile (a rename in another tab): show what is stored.
         title = Conversation.objects.filter(id=conversation_id).values_list("title", flat=True)[0]
@@ -309,14 +328,11 @@ def _name(conversation_id: str, content: str, title: str) -> str:
 
 
 def _profile_id(slug: str, user_id: int) -> int:
-    profile = (
-        AgentProfile.objects.filter(slug=slug, enabled=True)
-        .annotate(config_revision=config_revision_subquery())
-        .first()
-    )
-    if profile is None:
+    found = enabled_profile(slug)
+    if found is None:
         raise UnknownProfile(f"no agent profile {slug!r}")
-    if not profile_usable(profile, user_id, profile.config_revision):
+    profile, revision = found
+    if not profile_usable(profile, user_id, revision):
         raise ProfileForbidden(f"you may not use the agent profile {slug!r}")
     return profile.pk
 

@@ -10,15 +10,18 @@ one was accepted, while that one is still the latest user message (or the latest
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import Model
 from django.utils import timezone
 
-from conversations.models import Message, PendingMessage, Run
+from conversations.models import Conversation, Message, PendingMessage, Run
 from conversations.pending import pending_list
 from orkestrel.protocol import MessagePayload, PendingPayload, message_payload
+from orkestrel.statements import Names, Query, field_of, prep
 
 from ..models import PromptTemplate
 from .commands import Command, Say, interpret
@@ -55,6 +58,43 @@ def read_submission(
     return command
 
 
+def _latest_sql(
+    n: Names, model: type[Model], columns: Sequence[str], where: str, order: str
+) -> str:
+    return (
+        f"SELECT {n.columns(model, columns, 'x')} FROM {n.table(model)} x "
+        f"INNER JOIN {n.table(Conversation)} c "
+        f"ON {n.column(model, 'conversation', 'x')} = {n.column(Conversation, 'id', 'c')} "
+        f"WHERE {n.column(model, 'conversation', 'x')} = %s "
+        f"AND {n.column(Conversation, 'owner', 'c')} = %s{where} ORDER BY {order} LIMIT 1"
+    )
+
+
+# Each start reads these, in fixed SQL (``orkestrel.statements``).
+_LATEST_PENDING = Query(
+    lambda n: _latest_sql(
+        n,
+        PendingMessage,
+        ("id", "content", "created"),
+        "",
+        f"{n.column(PendingMessage, 'created', 'x')} DESC, "
+        f"{n.column(PendingMessage, 'id', 'x')} DESC",
+    ),
+    [None, None, field_of(PendingMessage, "created")],
+)
+# Read backwards through the (conversation, position) index.
+_LATEST_USER_MESSAGE = Query(
+    lambda n: _latest_sql(
+        n,
+        Message,
+        ("id", "message_id", "content", "created"),
+        f" AND {n.column(Message, 'role', 'x')} = %s AND {n.column(Message, 'hidden', 'x')} = %s",
+        f"{n.column(Message, 'position', 'x')} DESC",
+    ),
+    [None, None, None, field_of(Message, "created")],
+)
+
+
 def find_repeat(
     user_id: int,
     conversation_id: str,
@@ -69,44 +109,33 @@ def find_repeat(
     cutoff = timezone.now() - timedelta(seconds=window)
     # Messages wait only behind a running answer, whose own message came before them: the
     # latest pending one, if any, is the latest submission.
-    queued = (
-        PendingMessage.objects.filter(
-            conversation_id=conversation_id, conversation__owner_id=user_id
-        )
-        .order_by("-created", "-id")
-        .values("pk", "content", "created")
-        .first()
-    )
-    if queued is not None:
-        if queued["created"] < cutoff or queued["content"] != content:
+    key = prep(Conversation, "id", conversation_id)
+    found = _LATEST_PENDING.rows([key, user_id])
+    if found:
+        pk, queued, created = found[0]
+        if created < cutoff or queued != content:
             return None
-        stored = PendingMessage.objects.filter(pk=queued["pk"]).values_list("images", flat=True)
+        stored = PendingMessage.objects.filter(pk=pk).values_list("images", flat=True)
         if list(stored[0] or ()) != list(images):
             return None
         return Repeat(None, None, pending_list(conversation_id))
     # The latest user message, read backwards through the (conversation, position) index.
-    latest = (
-        Message.objects.filter(
-            conversation_id=conversation_id, conversation__owner_id=user_id, role="user"
-        )
-        .order_by("-position")
-        .values("pk", "message_id", "content", "created")
-        .first()
-    )
-    if latest is None or latest["created"] < cutoff or latest["content"] != content:
+    rows = _LATEST_USER_MESSAGE.rows([key, user_id, "user", False])
+    if not rows:
+        return None
+    pk, message_id, said, created = rows[0]
+    if created < cutoff or said != content:
         return None
     # Only now the images, which may be megabytes.
-    kept = Message.objects.filter(pk=latest["pk"]).values_list("images", flat=True)[0]
+    kept = Message.objects.filter(pk=pk).values_list("images", flat=True)[0]
     if list(kept or ()) != list(images):
         return None
     # The run opens in the transaction that stores its message, just before it.
     run = (
-        Run.objects.filter(conversation_id=conversation_id, created__lte=latest["created"])
+        Run.objects.filter(conversation_id=conversation_id, created__lte=created)
         .order_by("-created", "-id")
         .values_list("id", flat=True)
         .first()
     )
-    payload = message_payload(
-        id=latest["message_id"], role="user", content=content, images_count=len(images)
-    )
+    payload = message_payload(id=message_id, role="user", content=content, images_count=len(images))
     return Repeat(payload, run)

@@ -33,6 +33,7 @@ from orkestrel.core import (
 )
 from orkestrel.core.dispatch import READ_ONLY_ZONE
 from orkestrel.db import in_thread
+from orkestrel.statements import update
 from workspaces.stores import DjangoWorkspaceStore
 
 from ..authority import PolicyAuthority
@@ -371,7 +372,7 @@ class ChatSession:
             cost = UsageRecorder.for_spec(self.spec).add(usage, sections)
             if cost is not None and self.run_id is not None:
                 # Only here are the model's prices known; ``finish_run`` writes the counters.
-                Run.objects.filter(id=self.run_id).update(cost=cost)
+                update(Run, {"id": self.run_id}, {"cost": cost})
 
 
 def _rule_label(rule: AuthorityRule | None, decision: Decision) -> str:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 
 from conversations.models import Conversation
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import Scope, TokenUsage
+from orkestrel.statements import Names, Query, prep
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
@@ -23,7 +25,7 @@ from ..models import (
     AuthorityRule,
     ProviderEndpoint,
     Tool,
-    config_revision_subquery,
+    config_revision_sql,
 )
 from .profile_config import profile_config
 from .skills import skill_instructions
@@ -34,6 +36,7 @@ __all__ = [
     "RuntimeSpec",
     "group_ids",
     "load_session",
+    "enabled_profile",
     "load_spec",
     "profile_usable",
 ]
@@ -99,15 +102,78 @@ def _chosen_endpoint(model: str) -> ProviderEndpoint | None:
     return ProviderEndpoint.objects.filter(name=model.partition("/")[0]).first()
 
 
+_CONVERSATION_FIELDS = tuple(Conversation._meta.concrete_fields)
+_PROFILE_FIELDS = tuple(AgentProfile._meta.concrete_fields)
+
+
+def _conversation_sql(n: Names) -> str:
+    # As ``select_related("profile")`` with the revision riding along, in fixed SQL: a run's
+    # start reads it first, on the thread the event loop shares the GIL with.
+    c, p = "c", "p"
+    columns = [f"{c}.{n.field(f)}" for f in _CONVERSATION_FIELDS]
+    columns += [f"{p}.{n.field(f)}" for f in _PROFILE_FIELDS]
+    return (
+        f"SELECT {', '.join(columns)}, {config_revision_sql(n)} "
+        f"FROM {n.table(Conversation)} {c} LEFT OUTER JOIN {n.table(AgentProfile)} {p} "
+        f"ON {n.column(Conversation, 'profile', c)} = {n.column(AgentProfile, 'id', p)} "
+        f"WHERE {n.column(Conversation, 'id', c)} = %s "
+        f"AND {n.column(Conversation, 'owner', c)} = %s"
+    )
+
+
+_CONVERSATION = Query(_conversation_sql, [*_CONVERSATION_FIELDS, *_PROFILE_FIELDS, None])
+
+
+def _conversation(conversation_id: str, user_id: int) -> tuple[Conversation, int | None]:
+    """The user's conversation with its profile, and the configuration revision
+    (``Conversation.DoesNotExist``)."""
+    try:
+        key = uuid.UUID(str(conversation_id))
+    except ValueError:
+        raise Conversation.DoesNotExist(f"no conversation {conversation_id!r}") from None
+    found = _CONVERSATION.rows([prep(Conversation, "id", key), user_id])
+    if not found:
+        raise Conversation.DoesNotExist("Conversation matching query does not exist.")
+    row, split = found[0], len(_CONVERSATION_FIELDS)
+    conversation = Conversation.from_db(
+        connection.alias, [f.attname for f in _CONVERSATION_FIELDS], row[:split]
+    )
+    profile_row = row[split:-1]
+    conversation.profile = (
+        None
+        if conversation.profile_id is None
+        else AgentProfile.from_db(
+            connection.alias, [f.attname for f in _PROFILE_FIELDS], profile_row
+        )
+    )
+    return conversation, row[-1]
+
+
+_ENABLED_PROFILE = Query(
+    lambda n: (
+        f"SELECT {', '.join(n.field(f) for f in _PROFILE_FIELDS)}, "
+        f"{config_revision_sql(n)} FROM {n.table(AgentProfile)} "
+        f"WHERE {n.column(AgentProfile, 'slug')} = %s AND {n.column(AgentProfile, 'enabled')} = %s"
+    ),
+    [*_PROFILE_FIELDS, None],
+)
+
+
+def enabled_profile(slug: str) -> tuple[AgentProfile, int | None] | None:
+    """The enabled profile ``slug`` names, with the configuration revision read beside it."""
+    found = _ENABLED_PROFILE.rows([slug, True])
+    if not found:
+        return None
+    row = found[0]
+    attnames = [f.attname for f in _PROFILE_FIELDS]
+    return AgentProfile.from_db(connection.alias, attnames, row[:-1]), row[-1]
+
+
 def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
     """Load the rows behind one conversation of ``user_id`` (``Conversation.DoesNotExist``)."""
-    conversation = (
-        Conversation.objects.select_related("profile")
-        .annotate(config_revision=config_revision_subquery())
-        .get(id=conversation_id, owner_id=user_id)
-    )
-    profile = _profile_for(conversation, user_id, conversation.config_revision)
-    config = profile_config(profile, conversation.config_revision)
+    conversation, revision = _conversation(conversation_id, user_id)
+    profile = _profile_for(conversation, user_id, revision)
+    config = profile_config(profile, revision)
     endpoint, model_name = config.endpoint, profile.model_name
     if conversation.model:
         chosen = _chosen_endpoint(conversation.model)
@@ -126,7 +192,7 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         # The skills this conversation activated join the profile's own instructions.
         instructions = (
             *instructions,
-            *skill_instructions(conversation.skills, conversation.config_revision),
+            *skill_instructions(conversation.skills, revision),
         )
     if conversation.workspace_id is None:
         # Every conversation gets a workspace the first time it runs.

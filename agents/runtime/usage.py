@@ -6,11 +6,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
-
 from conversations.models import Conversation
 from orkestrel.core import TokenUsage
+from orkestrel.statements import Names, Query, prep
 
 from ..models.prices import Prices, usage_cost
 from .spec import RuntimeSpec
@@ -28,6 +26,39 @@ def usage_columns(usage: TokenUsage) -> dict[str, int]:
         "usage_cache_write": usage.cache_write,
         "usage_reasoning": usage.reasoning,
     }
+
+
+def _add_sql(n: Names, priced: bool, meter: bool) -> str:
+    # Added in the statement, not read and written back: safe beside concurrent adds.
+    sets = [f"{n.quote(name)} = {n.quote(name)} + %s" for name in _USAGE]
+    if priced:
+        # Null until a priced call: no price is an unknown cost, not a free one.
+        sets.append(
+            f"{n.column(Conversation, 'cost')} = COALESCE({n.column(Conversation, 'cost')}, 0) + %s"
+        )
+    if meter:
+        sets += [
+            f"{n.column(Conversation, 'context_tokens')} = %s",
+            f"{n.column(Conversation, 'context_sections')} = %s",
+        ]
+    return (
+        f"UPDATE {n.table(Conversation)} SET {', '.join(sets)} "
+        f"WHERE {n.column(Conversation, 'id')} = %s"
+    )
+
+
+_USAGE = tuple(usage_columns(TokenUsage()))
+
+
+def _add_query(priced: bool, meter: bool) -> Query:
+    return Query(lambda n: _add_sql(n, priced, meter))
+
+
+_ADD = {
+    (priced, meter): _add_query(priced, meter)
+    for priced in (False, True)
+    for meter in (False, True)
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +89,13 @@ class UsageRecorder:
         With ``sections`` (the conversation's section count at the call) the latest call's
         prompt becomes the context meter's reading.
         """
-        fields: dict[str, Any] = {
-            name: F(name) + value for name, value in usage_columns(usage).items() if value
-        }
         cost = self.cost(usage)
+        meter = sections is not None and bool(usage.latest_prompt)
+        params: list[Any] = list(usage_columns(usage).values())
         if cost is not None:
-            # Null until a priced call: no price is an unknown cost, not a free one.
-            fields["cost"] = Coalesce(F("cost"), Value(Decimal(0))) + cost
-        if sections is not None and usage.latest_prompt:
-            fields.update(context_tokens=usage.latest_prompt, context_sections=sections)
-        if fields:
-            Conversation.objects.filter(id=self.conversation_id).update(**fields)
+            params.append(prep(Conversation, "cost", cost))
+        if meter:
+            params += [usage.latest_prompt, sections]
+        params.append(prep(Conversation, "id", self.conversation_id))
+        _ADD[cost is not None, meter].execute(params)
         return cost
