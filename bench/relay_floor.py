@@ -5,8 +5,9 @@ least, served by Daphne exactly as ``bench/relay_app.py`` is: HTTP is the Django
 form and ``/healthz`` the load generator uses), the socket ``ws/conversations/<id>/`` is
 ``FloorConsumer``. It speaks the frames the load generator reads and nothing more:
 
-- connect: the user from the session cookie (Channels' ``AuthMiddlewareStack``; an anonymous
-  socket is closed with 4401), then a bare ``state`` frame;
+- connect: the user from the session cookie (the app's own ``agents.socket_auth`` stack, the
+  least a socket on this stack pays; an anonymous socket is closed with 4401), then a bare
+  ``state`` frame;
 - ``send``: the user message stored in one SQL statement on the database thread (an
   ``INSERT ... SELECT`` that also checks the conversation is the user's), then ``started``;
   every delta of the stamping model (``bench/floor_model.py``, the same one the app's
@@ -32,13 +33,13 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orkestrel.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.urls import path  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from agents.socket_auth import socket_auth_stack  # noqa: E402
 from bench.floor_model import StampedProvider  # noqa: E402
 from conversations.models import Conversation, Message  # noqa: E402
 from orkestrel.core import AbortSignal, ContentDelta, ProviderResult  # noqa: E402
@@ -167,7 +168,7 @@ class FloorConsumer(AsyncWebsocketConsumer):
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AuthMiddlewareStack(
+        "websocket": socket_auth_stack(
             URLRouter([path("ws/conversations/<uuid:conversation_id>/", FloorConsumer.as_asgi())])
         ),
     }

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from orkestrel.core import Message, mint_id
 from orkestrel.protocol import PendingPayload
+from orkestrel.statements import Query, prep
 
 from .models import Conversation, PendingMessage
 
@@ -44,8 +45,18 @@ class PendingFull(RuntimeError):
     """The conversation already has ``MAX_PENDING`` messages waiting."""
 
 
+# Fixed SQL (``orkestrel.statements``): every run asks as it ends.
+_ANY = Query(
+    lambda n: (
+        f"SELECT 1 FROM {n.table(PendingMessage)} "
+        f"WHERE {n.column(PendingMessage, 'conversation')} = %s LIMIT 1"
+    )
+)
+
+
 def has_pending(conversation_id: str) -> bool:
-    return PendingMessage.objects.filter(conversation_id=conversation_id).exists()
+    """Whether messages wait in the conversation for its next run."""
+    return bool(_ANY.rows([prep(PendingMessage, "conversation", conversation_id)]))
 
 
 def pending_list(conversation_id: Any) -> list[PendingPayload]:

@@ -9,12 +9,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orkestrel.settings")
 # Django must be set up before anything imports models (consumers do).
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents.jobs.asgi import RestoreJobs  # noqa: E402
 from agents.origins import SameOriginValidator  # noqa: E402
 from agents.routing import websocket_urlpatterns  # noqa: E402
+from agents.socket_auth import socket_auth_stack  # noqa: E402
 
 # Jobs a previous process left unfinished are restored when this one serves its first
 # connection (Daphne sends no lifespan events) or at lifespan startup (uvicorn, hypercorn).
@@ -22,7 +22,7 @@ application = RestoreJobs(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,
-            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            "websocket": SameOriginValidator(socket_auth_stack(URLRouter(websocket_urlpatterns))),
         }
     )
 )

@@ -93,9 +93,11 @@ class RunHost(Protocol):
 
     def release(self, conversation_id: str, active: ActiveRun) -> None: ...
 
-    async def store_events(self, active: ActiveRun) -> None: ...
+    async def store_events(self, active: ActiveRun) -> bool | None: ...
 
-    async def next_from_pending(self, user_id: int, conversation_id: str) -> Any: ...
+    async def next_from_pending(
+        self, user_id: int, conversation_id: str, waiting: bool | None = None
+    ) -> Any: ...
 
 
 def coalesced(deltas: list[CallDelta]) -> Iterator[tuple[int, str | None, str | None, list[str]]]:
@@ -112,6 +114,19 @@ def coalesced(deltas: list[CallDelta]) -> Iterator[tuple[int, str | None, str | 
         current = (delta.index, delta.id, delta.name, [delta.arguments])
     if current is not None:
         yield current
+
+
+# Loop turns that carry a frame just published to the wire: a follower reads it, the server
+# writes it to its transport, the reactor flushes the transport.
+TURNS_TO_THE_WIRE = 3
+
+
+async def _let_out() -> None:
+    """Let the frames just published reach their sockets before the run's end-of-run work
+    (its snapshot and database hop) holds the loop: the answer's last words otherwise wait
+    for it, a few milliseconds (``bench/openai_compat.py``)."""
+    for _ in range(TURNS_TO_THE_WIRE):
+        await asyncio.sleep(0)
 
 
 @dataclass
@@ -368,10 +383,13 @@ class ActiveRun:
                 await asyncio.gather(outcome, return_exceptions=True)
         finally:
             self.flush()
+        await _let_out()
         await self._settle(result, error)
-        await self.manager.store_events(self)
+        waiting = await self.manager.store_events(self)
         # Messages sent while this run was busy start the next one (seed 004's ``pending``).
-        await self.manager.next_from_pending(self.session.spec.user_id, self.conversation_id)
+        await self.manager.next_from_pending(
+            self.session.spec.user_id, self.conversation_id, waiting
+        )
 
     async def _apply_decisions(self) -> None:
         """Run the calls a person approved and answer the denied ones, before the model

@@ -43,10 +43,10 @@ from .payloads import compaction_payload
 from .records import (
     ConversationSeed,
     RunLimits,
+    close_run,
     finish_run,
     prepare_run,
     run_going,
-    save_events,
 )
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
@@ -291,11 +291,16 @@ class RunManager:
         return Dispatched(handoff.run_id, handoff.conversation_id, (handoff.started(),))
 
     async def next_from_pending(
-        self, user_id: int, conversation_id: str
+        self, user_id: int, conversation_id: str, waiting: bool | None = None
     ) -> ActiveRun | Dispatched | None:
         """Start the conversation's next run from its pending messages, if it has any and is
-        free (here and in every other process); the run, or ``None``."""
-        if self.busy(conversation_id) or not await in_thread(has_pending)(conversation_id):
+        free (here and in every other process); the run, or ``None``. ``waiting`` is whether
+        messages wait, when the caller has just read it (``None``: read it here)."""
+        if self.busy(conversation_id):
+            return None
+        if waiting is None:
+            waiting = await in_thread(has_pending)(conversation_id)
+        if not waiting:
             return None
         try:
             active = await self.start(
@@ -433,12 +438,14 @@ class RunManager:
             del self._runs[conversation_id]
             self.relay.released(conversation_id)
 
-    async def store_events(self, active: ActiveRun) -> None:
-        """Store a settled run's frames (the end of its task, after its slot was released)."""
+    async def store_events(self, active: ActiveRun) -> bool | None:
+        """Store a settled run's frames (the end of its task, after its slot was released);
+        whether messages wait for the next run (``None``: unknown, the write failed)."""
         try:
-            await in_thread(save_events)(active.run_id, active.frames)
+            return await in_thread(close_run)(active.run_id, active.conversation_id, active.frames)
         except Exception:  # noqa: BLE001 - replay from the database is lost, the run is not
             logger.warning("storing the frames of run %s failed", active.run_id, exc_info=True)
+            return None
 
     async def shutdown(self) -> None:
         """Stop this manager's runs where they are (a worker's warm shutdown): their rows

@@ -14,7 +14,7 @@ from django.utils import timezone
 from conversations.approvals import Decided, take_decisions
 from conversations.branches import Redo, start_alternative
 from conversations.models import Conversation, Run
-from conversations.pending import merged, take_pending
+from conversations.pending import has_pending, merged, take_pending
 from conversations.services import UNFINISHED, fill_tool_results
 from conversations.stores import DjangoConversationStore
 from conversations.writer import Thought, write_thinking
@@ -58,6 +58,7 @@ __all__ = [
     "ConversationSeed",
     "RunLimits",
     "RunRecord",
+    "close_run",
     "owned_run",
     "run_conversation",
     "run_going",
@@ -199,6 +200,13 @@ def stored_events(run_id: int) -> list[dict[str, Any]] | None:
 def save_events(run_id: int, frames: list[dict[str, Any]]) -> None:
     """Store a settled run's frames, for followers that come after it left memory."""
     update(Run, {"id": run_id}, {"events": frames})
+
+
+def close_run(run_id: int, conversation_id: str, frames: list[dict[str, Any]]) -> bool:
+    """A settled run's last hop: store its frames, and say whether messages wait for the
+    conversation's next run (one hop, not two: 200 runs ending at once queue on this thread)."""
+    save_events(run_id, frames)
+    return has_pending(conversation_id)
 
 
 def finish_run(

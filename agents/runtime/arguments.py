@@ -59,11 +59,22 @@ def _plain(value: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def _validator(schema: str) -> Draft202012Validator:
-    """Check and compile a schema once per process (tools are rebuilt on every run)."""
+def _compiled(schema: str) -> Draft202012Validator:
     parsed = json.loads(schema)
     Draft202012Validator.check_schema(parsed)
     return Draft202012Validator(parsed)
+
+
+def _as_dict(value: object) -> dict[Any, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _validator(parameters: Mapping[str, Any]) -> Draft202012Validator:
+    """Check and compile a schema once per process (tools are rebuilt on every run), keyed
+    by its canonical JSON (``_as_dict`` reads a read-only mapping as ``_plain`` would)."""
+    return _compiled(json.dumps(parameters, sort_keys=True, default=_as_dict))
 
 
 def check_arguments(parameters: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> None:
@@ -72,7 +83,7 @@ def check_arguments(parameters: Mapping[str, Any] | None, arguments: Mapping[str
     if parameters is None:
         return
     try:
-        validator = _validator(json.dumps(_plain(parameters), sort_keys=True))
+        validator = _validator(parameters)
     except (SchemaError, TypeError, ValueError):
         return
     error = best_match(validator.iter_errors(_plain(arguments)))
@@ -91,7 +102,7 @@ def guard_tool(tool: Tool, *, timeout: float | None = None) -> Tool:
         raise ValueError(f"timeout must be > 0 seconds, not {timeout!r}")
     validator: Draft202012Validator | None = None
     if tool.parameters is not None:
-        validator = _validator(json.dumps(_plain(tool.parameters), sort_keys=True))
+        validator = _validator(tool.parameters)
 
     async def execute(arguments: Mapping[str, Any]) -> Any:
         if validator is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import types
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict, overload
@@ -57,6 +58,15 @@ PAYLOAD_KEYS: tuple[frozenset[str], ...] = (
 
 def _takes_arguments(handler: Callable[..., Any]) -> bool:
     # A handler like ``lambda: time.time()`` ignores the arguments, as JS handlers may.
+    if (
+        type(handler) is types.FunctionType
+        and not hasattr(handler, "__wrapped__")
+        and not hasattr(handler, "__signature__")
+    ):
+        # A plain function's code says it, without building a signature (tools are made
+        # afresh for every run).
+        code = handler.__code__
+        return code.co_argcount > 0 or bool(code.co_flags & inspect.CO_VARARGS)
     try:
         parameters = inspect.signature(handler).parameters.values()
     except (TypeError, ValueError):

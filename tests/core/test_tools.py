@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -69,6 +70,32 @@ async def test_tool_awaits_an_awaitable_returned_by_a_sync_callable() -> None:
 async def test_tool_calls_a_zero_argument_handler_without_arguments() -> None:
     tool = create_tool(name="now", execute=lambda: 42)
     assert await tool.run({"ignored": True}) == 42
+
+
+async def test_a_handler_is_given_the_arguments_when_its_signature_takes_them() -> None:
+    def no_arguments() -> str:
+        return "none"
+
+    def star(*args: Any) -> int:
+        return len(args)
+
+    def keyword_only(*, arguments: Any = None) -> str:
+        return "keyword"
+
+    @functools.wraps(no_arguments)
+    def decorated(*args: Any) -> int:
+        return len(args)
+
+    async def bound_free() -> str:
+        return "async"
+
+    call = {"x": 1}
+    assert await create_tool(name="a", execute=no_arguments).run(call) == "none"
+    assert await create_tool(name="b", execute=star).run(call) == 1
+    assert await create_tool(name="c", execute=keyword_only).run(call) == "keyword"
+    # ``functools.wraps`` sets ``__wrapped__``: the signature read is the wrapped one's.
+    assert await create_tool(name="d", execute=decorated).run(call) == 0
+    assert await create_tool(name="e", execute=bound_free).run(call) == "async"
 
 
 def test_tool_exposes_definition_fields_and_omitted_optionals_are_none() -> None:

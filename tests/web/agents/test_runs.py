@@ -7,7 +7,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.runs import RunManager, RunService, RunTimings, recover_interrupted
+from agents.runs.records import close_run
 from conversations.models import AuthorityDecision, Message, Run
+from conversations.pending import queue_pending
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -350,3 +352,14 @@ async def test_a_batched_follow_gets_ready_frames_together_and_idle_cues_in_betw
     assert None in batches  # a 50 ms word is longer than the 10 ms idle cue
     assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
     assert frames == [f async for f in service.follow(handle.id)]
+
+
+def test_a_runs_last_hop_stores_its_frames_and_says_whether_messages_wait(user, conversation):
+    run = Run.objects.create(conversation=conversation, status="done")
+    frames = [{"type": "started", "run": run.pk, "seq": 1}, {"type": "finish", "seq": 2}]
+
+    assert close_run(run.pk, str(conversation.id), frames) is False
+    assert Run.objects.get(pk=run.pk).events == frames
+
+    queue_pending(user.id, str(conversation.id), "meanwhile", (), None)
+    assert close_run(run.pk, str(conversation.id), frames) is True
