@@ -68,6 +68,8 @@ def resolve_attachments(conversation_id: str, ids: Sequence[str]) -> tuple[str, 
     Raises ``LookupError`` naming an id that is unknown (sent already, or another
     conversation's).
     """
+    if not ids:
+        return ()
     keys = _keys(ids)
     rows = dict(
         Attachment.objects.filter(conversation_id=conversation_id, pk__in=keys).values_list(

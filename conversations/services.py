@@ -39,6 +39,7 @@ from workspaces.models import Workspace
 from .approvals import pending_approvals
 from .branches import branch_points
 from .models import AuthorityDecision, Conversation, Message, Run, Section
+from .owned import owned_conversation
 from .pending import pending_list
 from .render_pool import render_all
 from .rendering import render_markdown
@@ -101,16 +102,10 @@ def _require_user(user: User) -> AbstractBaseUser:
 def get_conversation(*, user: User, conversation_id: uuid.UUID | str) -> Conversation:
     """The user's conversation ``conversation_id`` (``Http404`` if absent or someone else's)."""
     owner = _require_user(user)
-    try:
-        key = uuid.UUID(str(conversation_id))
-    except ValueError:
-        raise Http404("No such conversation.") from None
-    conversation = (
-        Conversation.objects.select_related("profile").filter(pk=key, owner_id=owner.pk).first()
-    )
-    if conversation is None:
+    found = owned_conversation(conversation_id, owner.pk)
+    if found is None:
         raise Http404("No such conversation.")
-    return conversation
+    return found[0]
 
 
 # -- profiles --------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -13,9 +12,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
 from conversations.models import Conversation
+from conversations.owned import owned_conversation
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import Scope, TokenUsage
-from orkestrel.statements import Names, Query, prep
+from orkestrel.statements import Query
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
@@ -102,51 +102,16 @@ def _chosen_endpoint(model: str) -> ProviderEndpoint | None:
     return ProviderEndpoint.objects.filter(name=model.partition("/")[0]).first()
 
 
-_CONVERSATION_FIELDS = tuple(Conversation._meta.concrete_fields)
 _PROFILE_FIELDS = tuple(AgentProfile._meta.concrete_fields)
-
-
-def _conversation_sql(n: Names) -> str:
-    # As ``select_related("profile")`` with the revision riding along, in fixed SQL: a run's
-    # start reads it first, on the thread the event loop shares the GIL with.
-    c, p = "c", "p"
-    columns = [f"{c}.{n.field(f)}" for f in _CONVERSATION_FIELDS]
-    columns += [f"{p}.{n.field(f)}" for f in _PROFILE_FIELDS]
-    return (
-        f"SELECT {', '.join(columns)}, {config_revision_sql(n)} "
-        f"FROM {n.table(Conversation)} {c} LEFT OUTER JOIN {n.table(AgentProfile)} {p} "
-        f"ON {n.column(Conversation, 'profile', c)} = {n.column(AgentProfile, 'id', p)} "
-        f"WHERE {n.column(Conversation, 'id', c)} = %s "
-        f"AND {n.column(Conversation, 'owner', c)} = %s"
-    )
-
-
-_CONVERSATION = Query(_conversation_sql, [*_CONVERSATION_FIELDS, *_PROFILE_FIELDS, None])
 
 
 def _conversation(conversation_id: str, user_id: int) -> tuple[Conversation, int | None]:
     """The user's conversation with its profile, and the configuration revision
     (``Conversation.DoesNotExist``)."""
-    try:
-        key = uuid.UUID(str(conversation_id))
-    except ValueError:
-        raise Conversation.DoesNotExist(f"no conversation {conversation_id!r}") from None
-    found = _CONVERSATION.rows([prep(Conversation, "id", key), user_id])
-    if not found:
-        raise Conversation.DoesNotExist("Conversation matching query does not exist.")
-    row, split = found[0], len(_CONVERSATION_FIELDS)
-    conversation = Conversation.from_db(
-        connection.alias, [f.attname for f in _CONVERSATION_FIELDS], row[:split]
-    )
-    profile_row = row[split:-1]
-    conversation.profile = (
-        None
-        if conversation.profile_id is None
-        else AgentProfile.from_db(
-            connection.alias, [f.attname for f in _PROFILE_FIELDS], profile_row
-        )
-    )
-    return conversation, row[-1]
+    found = owned_conversation(conversation_id, user_id)
+    if found is None:
+        raise Conversation.DoesNotExist(f"no conversation {conversation_id!r} of this user")
+    return found
 
 
 _ENABLED_PROFILE = Query(
