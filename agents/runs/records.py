@@ -148,11 +148,29 @@ class RunRecord:
     finished: datetime | None
 
 
+_BIGINT = (-(2**63), 2**63 - 1)
+# Every field but the stored frames (which may be megabytes), as ``defer("events")``.
+_RUN_FIELDS = tuple(f for f in Run._meta.concrete_fields if f.name != "events")
+# Fixed SQL (``orkestrel.statements``): every API start answers with it, and every read.
+_OWNED_RUN = Query(
+    lambda n: (
+        f"SELECT {', '.join(n.field(f, 'r') for f in _RUN_FIELDS)} FROM {n.table(Run)} r "
+        f"INNER JOIN {n.table(Conversation)} c "
+        f"ON {n.column(Run, 'conversation', 'r')} = {n.column(Conversation, 'id', 'c')} "
+        f"WHERE {n.column(Run, 'id', 'r')} = %s AND {n.column(Conversation, 'owner', 'c')} = %s"
+    ),
+    _RUN_FIELDS,
+)
+
+
 def owned_run(user_id: int, run_id: int) -> RunRecord | None:
     """The run ``run_id`` if it is on one of the user's conversations, else ``None``."""
-    run = Run.objects.filter(id=run_id, conversation__owner_id=user_id).defer("events").first()
-    if run is None:
+    if not _BIGINT[0] <= run_id <= _BIGINT[1]:
+        return None  # as the ORM answers an id no integer column holds: nothing, not an error
+    found = _OWNED_RUN.rows([run_id, user_id])
+    if not found:
         return None
+    run = Run.from_db(connection.alias, [f.attname for f in _RUN_FIELDS], found[0])
     return RunRecord(
         id=run.id,
         conversation_id=str(run.conversation_id),

@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents.runs import RunManager, RunService, RunTimings, recover_interrupted
-from agents.runs.records import close_run
+from agents.runs.records import close_run, owned_run
 from conversations.models import AuthorityDecision, Message, Run
 from conversations.pending import queue_pending
 
@@ -363,3 +363,16 @@ def test_a_runs_last_hop_stores_its_frames_and_says_whether_messages_wait(user, 
 
     queue_pending(user.id, str(conversation.id), "meanwhile", (), None)
     assert close_run(run.pk, str(conversation.id), frames) is True
+
+
+def test_a_run_is_read_only_by_its_conversations_owner_and_an_id_out_of_range_is_none(
+    user, other, conversation
+):
+    run = Run.objects.create(conversation=conversation, status="done", content="the answer")
+
+    record = owned_run(user.id, run.pk)
+
+    assert record is not None and (record.id, record.content) == (run.pk, "the answer")
+    assert record.conversation_id == str(conversation.id) and record.status == "done"
+    assert owned_run(other.id, run.pk) is None
+    assert owned_run(user.id, 2**64) is None
