@@ -37,6 +37,7 @@ import re
 import secrets
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -394,10 +395,33 @@ def side_by_side(title: str, heads: tuple[str, str, str], mine: Summary, base: S
     print(f"   {'lost':<22} {mine.lost:10d}   {base.lost:10d}")
 
 
-def compare(app: Summary, floor: Summary) -> bool:
+def median_of(summaries: list[Summary]) -> Summary:
+    """Each figure's median over several passes of one server; ``lost`` is their sum."""
+
+    def middle(values: list[float]) -> float:
+        known = [value for value in values if not math.isnan(value)]
+        return statistics.median(known) if known else math.nan
+
+    return Summary(
+        lost=sum(summary.lost for summary in summaries),
+        delivered=middle([summary.delivered for summary in summaries]),
+        added=(
+            middle([summary.added[0] for summary in summaries]),
+            middle([summary.added[1] for summary in summaries]),
+        ),
+        start=(
+            middle([summary.start[0] for summary in summaries]),
+            middle([summary.start[1] for summary in summaries]),
+        ),
+    )
+
+
+def compare(app: Summary, floor: Summary, rounds: int = 1) -> bool:
     """The app beside the floor, with their ratios, and the targets relative to the floor."""
     side_by_side(
-        "app against the floor (the same load on the same machine, one after the other)",
+        "app against the floor (the same load on the same machine, one after the other)"
+        if rounds == 1
+        else f"app against the floor: the median of each figure over {rounds} alternating rounds",
         ("app", "floor", "app/floor"),
         app,
         floor,
@@ -526,6 +550,12 @@ def main() -> int:
         "--no-floor", action="store_true", help="measure the app only, not the floor after it"
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat app and floor, alternating which goes first; compare each figure's median",
+    )
+    parser.add_argument(
         "--runs-on",
         choices=("web", "workers"),
         default="web",
@@ -555,17 +585,27 @@ def main() -> int:
         workers = measure(args, APP, floor=False, on_workers=True)
         return 0 if beside(web, workers) else 1
     passes = [("app", APP)] + ([] if args.no_floor else [("floor", FLOOR)])
-    summaries = {}
-    for kind, app in passes:
-        if len(passes) > 1:
-            print(f"== {kind}: daphne {app}\n")
-        summaries[kind] = measure(args, app, floor=kind == "floor")
-        gc.collect()  # the pass's clients, off the next pass's load generator
-        if len(passes) > 1:
-            print()
+    summaries: dict[str, list[Summary]] = {kind: [] for kind, _ in passes}
+    for round_ in range(args.rounds):
+        # Rounds alternate which server goes first, so a machine getting busier or quieter
+        # over the invocation weighs on both alike.
+        for kind, app in passes if round_ % 2 == 0 else passes[::-1]:
+            if len(passes) > 1 or args.rounds > 1:
+                print(f"== {kind}: daphne {app} (round {round_ + 1} of {args.rounds})\n")
+            summaries[kind].append(measure(args, app, floor=kind == "floor"))
+            gc.collect()  # the pass's clients, off the next pass's load generator
+            if len(passes) > 1:
+                print()
+    if args.rounds > 1 and len(passes) > 1:
+        for round_, (app_pass, floor_pass) in enumerate(zip(*summaries.values(), strict=True)):
+            print(
+                f"round {round_ + 1}: added p99 {app_pass.added[1] / floor_pass.added[1]:.2f}x, "
+                f"run start p99 {app_pass.start[1] / floor_pass.start[1]:.2f}x the floor's"
+            )
+    app_summary = median_of(summaries["app"])
     if "floor" in summaries:
-        return 0 if compare(summaries["app"], summaries["floor"]) else 1
-    return 0 if alone(summaries["app"]) else 1
+        return 0 if compare(app_summary, median_of(summaries["floor"]), args.rounds) else 1
+    return 0 if alone(app_summary) else 1
 
 
 if __name__ == "__main__":
