@@ -106,6 +106,9 @@ class RunManager:
         # The same runs by run id, and the most recently settled ones (oldest first).
         self._by_run: dict[int, ActiveRun] = {}
         self._recent: dict[int, ActiveRun] = {}
+        # A released run's task goes on a moment (its frames stored, the next run from
+        # pending): by conversation, until it ends, for ``wait``.
+        self._ending: dict[str, asyncio.Task[None]] = {}
         self._starting: set[str] = set()
         # Frames of this process's runs reach other processes through the relay; frames of
         # runs held elsewhere reach this process's subscribers through the same fan-out.
@@ -437,6 +440,14 @@ class RunManager:
         if self._runs.get(conversation_id) is active:
             del self._runs[conversation_id]
             self.relay.released(conversation_id)
+            task = active.task
+            if task is not None and not task.done():
+                self._ending[conversation_id] = task
+                task.add_done_callback(partial(self._ended, conversation_id))
+
+    def _ended(self, conversation_id: str, task: asyncio.Task[None]) -> None:
+        if self._ending.get(conversation_id) is task:
+            del self._ending[conversation_id]
 
     async def store_events(self, active: ActiveRun) -> bool | None:
         """Store a settled run's frames (the end of its task, after its slot was released);
@@ -456,10 +467,12 @@ class RunManager:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def wait(self, conversation_id: str) -> None:
-        """Wait for the conversation's run (if any) to settle."""
+        """Wait for the conversation's run (if any) to settle and its task to end (its frames
+        stored), including one released a moment ago."""
         active = self._runs.get(conversation_id)
-        if active is not None and active.task is not None:
-            await asyncio.shield(active.task)
+        task = active.task if active is not None else self._ending.get(conversation_id)
+        if task is not None:
+            await asyncio.shield(task)
 
 
 run_manager = RunManager()

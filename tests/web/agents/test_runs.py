@@ -376,3 +376,30 @@ def test_a_run_is_read_only_by_its_conversations_owner_and_an_id_out_of_range_is
     assert record.conversation_id == str(conversation.id) and record.status == "done"
     assert owned_run(other.id, run.pk) is None
     assert owned_run(user.id, 2**64) is None
+
+
+async def test_waiting_on_a_conversation_covers_a_run_released_a_moment_ago(
+    user, conversation, fast_demo
+):
+    manager = RunManager()
+    finished = asyncio.Event()
+
+    async def watch(frame):
+        if frame["type"] == "finish":
+            finished.set()
+
+    manager.subscribe(str(conversation.id), watch)
+    handle = await manager.start(
+        user_id=user.id, conversation_id=str(conversation.id), content="hello"
+    )
+    # The finish frame goes out as the run releases its slot; its frames are stored after.
+    await finished.wait()
+    assert manager.active(str(conversation.id)) is None
+
+    await manager.wait(str(conversation.id))
+
+    # Its task has ended (a test's teardown may empty the database now): nothing is in flight.
+    task = manager.run(handle.run_id).task
+    assert task is not None and task.done()
+    stored = await sync_to_async(Run.objects.get)(pk=handle.run_id)
+    assert [frame["type"] for frame in stored.events][-1] == "finish"
