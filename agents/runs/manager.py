@@ -466,6 +466,18 @@ class RunManager:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def quiet(self) -> None:
+        """Wait until none of this process's runs (in this event loop) is going or ending:
+        the next run a pending message starts is waited for too (a test's teardown)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            tasks = [active.task for active in self._runs.values() if active.task is not None]
+            tasks += self._ending.values()
+            going = [task for task in tasks if not task.done() and task.get_loop() is loop]
+            if not going:
+                return
+            await asyncio.gather(*(asyncio.shield(task) for task in going), return_exceptions=True)
+
     async def wait(self, conversation_id: str) -> None:
         """Wait for the conversation's run (if any) to settle and its task to end (its frames
         stored), including one released a moment ago."""

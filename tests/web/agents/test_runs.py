@@ -403,3 +403,15 @@ async def test_waiting_on_a_conversation_covers_a_run_released_a_moment_ago(
     assert task is not None and task.done()
     stored = await sync_to_async(Run.objects.get)(pk=handle.run_id)
     assert [frame["type"] for frame in stored.events][-1] == "finish"
+
+
+async def test_quiet_waits_for_every_run_of_the_process_to_end(user, conversation, fast_demo):
+    manager = RunManager()
+    handle = await manager.start(
+        user_id=user.id, conversation_id=str(conversation.id), content="hello"
+    )
+
+    await manager.quiet()
+
+    task = manager.run(handle.run_id).task
+    assert task is not None and task.done() and manager.active(str(conversation.id)) is None

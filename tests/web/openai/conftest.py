@@ -14,6 +14,7 @@ from django.core.cache import cache
 
 from agents.management.commands.bootstrap import ensure_demo_profile
 from agents.models import AgentProfile, ApiKey, ProviderEndpoint
+from agents.runs import run_manager
 from orkestrel.asgi import application
 from tests.providers.server import StubServer
 from tests.web.api.conftest import alice, bob, fast_passwords  # noqa: F401 - fixtures
@@ -76,3 +77,6 @@ async def sdk(alice_key: str) -> AsyncIterator[Callable[..., openai.AsyncOpenAI]
     yield make
     for http in clients:
         await http.aclose()
+    # A run goes on after its response (its frames stored): done before the database is
+    # emptied for the next test, or the two deadlock on PostgreSQL.
+    await run_manager.quiet()
