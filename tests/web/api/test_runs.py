@@ -23,6 +23,14 @@ from conversations.models import Conversation, Message, Run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+async def runs_end():
+    """A run goes on after its response (its frames stored): it ends before the database is
+    emptied for the next test, or the two deadlock on PostgreSQL."""
+    yield
+    await run_service.manager.quiet()
+
+
 @pytest.fixture
 def fast(settings):
     settings.ORKESTREL = {**settings.ORKESTREL, "DEMO_WORD_DELAY": 0.0}
