@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import SyncToAsync
+from django.db import connections
 
 from agents.jobs import job_service
 from agents.models import AgentProfile, ProviderEndpoint, Tool
@@ -19,6 +21,28 @@ def jobs_in_this_process(settings) -> None:
     """No worker serves the suite's own jobs, even with ``CELERY_BROKER_URL`` set: the worker
     tests (``jobs/test_celery_workers.py``) serve the project from processes of their own."""
     settings.ORKESTREL = {**settings.ORKESTREL, "JOBS_ON": "process"}
+
+
+@pytest.fixture(autouse=True)
+def database_thread_idle() -> Iterator[None]:
+    """After a test, wait for the database thread's work in flight before the database is
+    emptied: a sweep a run start began (``Sweeper``) may still be reading when the test ends,
+    and on PostgreSQL a query that joins tables can deadlock with the flush's ``TRUNCATE``.
+
+    Autouse fixtures set up after pytest-django's own, so this one is torn down before the
+    flush; the test's event loop runs no more of its tasks by then, so nothing new is queued.
+    """
+    yield
+    SyncToAsync.single_thread_executor.submit(lambda: None).result(timeout=60)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def database_thread_closes(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """At the end, close the database thread's connections, so the test database can be
+    dropped (PostgreSQL refuses while another session is connected)."""
+    yield
+    with django_db_blocker.unblock():
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=60)
 
 
 @pytest.fixture
