@@ -85,6 +85,8 @@ def test_a_held_write_is_denied_with_a_reason_the_model_reads(alice: Any, carefu
     alice.reload()
     box = alice.get_by_test_id("approval-box")
     expect(box.get_by_test_id("approval")).to_have_count(1)
+    # A decision goes over the socket: until it is open again the chat says so and sends nothing.
+    expect(alice.locator("#connection")).to_have_attribute("data-state", "open")
     box.get_by_test_id("approval-reason").fill("not my notes")
     box.get_by_test_id("approval-deny").click()
     expect(box).to_be_hidden()
