@@ -474,6 +474,7 @@ def measure(args: argparse.Namespace, app: str, floor: bool, on_workers: bool = 
             # Only the app reads these (the floor has no sampler and no checkpoints).
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
             "RELAY_CHECKPOINT_SECONDS": str(args.checkpoint or ""),
+            "RELAY_DB_PROCESS": str(args.db_process or "") if not floor else "",
             # Only the workers read this (``bench/relay_worker.py``).
             "RELAY_BATCH_SECONDS": "" if args.relay_batch is None else str(args.relay_batch),
             # One user holds every conversation: no per-user cap on replies at once.
@@ -508,6 +509,8 @@ def measure(args: argparse.Namespace, app: str, floor: bool, on_workers: bool = 
                 [f"CHECKPOINT_SECONDS={args.checkpoint}"] if args.checkpoint and not floor else []
             )
             changed += [f"CONN_MAX_AGE={args.conn_max_age}"] if query else []
+            if args.db_process and not floor:
+                changed += [f"prepare_run in {args.db_process} child process(es)"]
             if on_workers and args.relay_batch is not None:
                 changed += [f"RELAY_BATCH={args.relay_batch}"]
             if changed:
@@ -569,6 +572,9 @@ def main() -> int:
     )
     what_if = parser.add_argument_group("what-ifs (diagnosis only: they change the server)")
     what_if.add_argument("--checkpoint", type=float, help="override CHECKPOINT_SECONDS")
+    what_if.add_argument(
+        "--db-process", type=int, help="run a start's database hop in N child processes"
+    )
     what_if.add_argument("--conn-max-age", type=int, help="SQLite CONN_MAX_AGE (seconds)")
     what_if.add_argument(
         "--relay-batch", type=float, help="override the workers' RELAY_BATCH (seconds)"

@@ -109,6 +109,37 @@ if os.environ.get("RELAY_CHECKPOINT_SECONDS"):
     )
     ChatConsumer.manager = _what_if
     run_service.manager = _what_if
+if os.environ.get("RELAY_DB_PROCESS"):
+    # A what-if for diagnosis only (``bench/relay.py --db-process``): a run start's database
+    # hop (``prepare_run``) runs in a child process, off this process's GIL.
+    import asyncio
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    from agents.runs import manager as _manager
+    from agents.runs.records import prepare_run as _prepare_run
+
+    _pool = ProcessPoolExecutor(
+        max_workers=int(os.environ["RELAY_DB_PROCESS"]),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=django.setup,
+    )
+    _in_thread = _manager.in_thread
+
+    def _in_child(function, _thread=_in_thread):  # type: ignore[no-untyped-def]
+        if function is not _prepare_run:
+            return _thread(function)
+
+        async def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(_pool, partial(function, *args, **kwargs))
+
+        return call
+
+    _manager.in_thread = _in_child
+    for _ in range(int(os.environ["RELAY_DB_PROCESS"])):
+        _pool.submit(int).result()  # started and set up before the first run
 if os.environ.get("RELAY_SAMPLE"):
     sample_stacks(os.environ["RELAY_SAMPLE"])
 

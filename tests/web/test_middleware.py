@@ -12,32 +12,23 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest, HttpResponse
 from django.test import AsyncRequestFactory
+from django.test.client import MULTIPART_CONTENT
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.module_loading import import_string
 
 from orkestrel.asgi import application
-from orkestrel.middleware import CommonMiddleware, OnTheLoop
+from orkestrel.middleware import CommonMiddleware, CsrfViewMiddleware, OnTheLoop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BASE = "http://testserver"
 
 
-# Django's ``check --deploy`` looks for these by their paths: they keep Django's classes.
-CHECKED_BY_PATH = {
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-}
-
-
-def test_every_other_hook_middleware_of_the_stack_runs_on_the_loop():
+def test_every_hook_middleware_of_the_stack_runs_on_the_loop():
     # Django's own ``MiddlewareMixin`` would take two thread hops per middleware per request.
-    hooked = [import_string(path) for path in settings.MIDDLEWARE if path not in CHECKED_BY_PATH]
+    hooked = [import_string(path) for path in settings.MIDDLEWARE]
     mixins = [cls for cls in hooked if issubclass(cls, MiddlewareMixin)]
-    assert len(mixins) >= 5 and all(issubclass(cls, OnTheLoop) for cls in mixins)
-    assert set(settings.MIDDLEWARE) >= CHECKED_BY_PATH
+    assert len(mixins) >= 9 and all(issubclass(cls, OnTheLoop) for cls in mixins)
 
 
 async def test_hooks_run_on_the_thread_of_the_event_loop():
@@ -54,6 +45,32 @@ async def test_hooks_run_on_the_thread_of_the_event_loop():
     response = await Recording(view)(AsyncRequestFactory().get("/"))
     assert response.status_code == 200
     assert seen == [threading.get_ident()]
+
+
+async def _view_hook_thread(request: HttpRequest) -> int:
+    async def view(request: HttpRequest) -> HttpResponse:
+        return HttpResponse("ok")
+
+    seen: list[int] = []
+
+    class Recording(CsrfViewMiddleware):
+        def process_view(self, request, callback, args, kwargs):  # type: ignore[no-untyped-def]
+            seen.append(threading.get_ident())
+            return super().process_view(request, callback, args, kwargs)
+
+    hook = Recording(view).process_view
+    response = await hook(request, view, (), {})
+    assert response is not None and response.status_code == 403  # no token: refused
+    return seen[0]
+
+
+async def test_the_csrf_check_runs_on_the_loop_and_a_multipart_body_is_parsed_in_a_thread():
+    # Django adapts a sync ``process_view`` with a hop; ours is a coroutine it awaits.
+    factory = AsyncRequestFactory()
+    form = factory.post("/", "name=value", content_type="application/x-www-form-urlencoded")
+    assert await _view_hook_thread(form) == threading.get_ident()
+    upload = factory.post("/", {"name": "value"}, content_type=MULTIPART_CONTENT)
+    assert await _view_hook_thread(upload) != threading.get_ident()
 
 
 async def _csrf(client: httpx.AsyncClient) -> str:
