@@ -160,6 +160,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "transaction_mode": "IMMEDIATE",
         }
     )
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
+    "DATABASE_POOL", default=True
+):
+    # Under ASGI Django runs each sync view in a thread of the request's own, so a persistent
+    # connection never outlives its request: without a pool every API request connected anew
+    # (3.4 ms here, and a server process forked by PostgreSQL). Django's pool takes the place
+    # of ``CONN_MAX_AGE``, which it refuses beside it.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN", default=2),
+        "max_size": env.int("DATABASE_POOL_MAX", default=20),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
+    }
 
 REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:
