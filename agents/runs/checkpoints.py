@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from conversations.approvals import expire_due
 from orkestrel.db import in_thread
 
-from .fanout import spawn
+from .fanout import going, spawn
 from .records import recover_interrupted, save_checkpoints
 
 __all__ = ["Checkpointer", "Sweeper"]
@@ -24,11 +24,6 @@ __all__ = ["Checkpointer", "Sweeper"]
 logger = logging.getLogger(__name__)
 
 Rows = list[tuple[int, str, str]]
-
-
-def _going(task: asyncio.Task[None] | None) -> bool:
-    # A task of a loop that was closed (a test's) never finishes: start one in this loop.
-    return task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
 
 
 class Checkpointer:
@@ -46,7 +41,7 @@ class Checkpointer:
 
     def ensure(self) -> None:
         """Start the task if it is not going (the first run of a quiet spell)."""
-        if not _going(self._task):
+        if not going(self._task):
             self._task = spawn(self._loop())
 
     async def _loop(self) -> None:
@@ -85,7 +80,7 @@ class Sweeper:
 
     def ensure(self) -> None:
         """Start the task if it is not going in this event loop."""
-        if not _going(self._task):
+        if not going(self._task):
             self._task = spawn(self._loop())
 
     async def _loop(self) -> None:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-__all__ = ["FanOut", "Subscriber", "spawn"]
+__all__ = ["FanOut", "Subscriber", "going", "spawn"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,12 @@ def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     server's shared database thread instead, as they do for a run the websocket started.
     """
     return asyncio.get_running_loop().create_task(work, context=contextvars.Context())
+
+
+def going(task: asyncio.Task[Any] | None) -> bool:
+    """Whether ``task`` is still going in the running loop: a task of a loop that was closed
+    (a test's) never finishes, and a queue it waits on wakes nothing in this one."""
+    return task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
 
 
 class FanOut:
@@ -56,7 +62,7 @@ class FanOut:
 
     def publish(self, conversation_id: str, frame: dict[str, Any], share: bool) -> None:
         """Queue ``frame`` for every subscriber; ``share`` also forwards it to other processes."""
-        if self._outbox is None or self._publisher is None or self._publisher.done():
+        if self._outbox is None or not going(self._publisher):
             self._outbox = asyncio.Queue()
             self._publisher = spawn(self._deliver(self._outbox))
         self._outbox.put_nowait((conversation_id, frame, share))
@@ -84,5 +90,5 @@ class FanOut:
 
     async def drain(self) -> None:
         """Wait until every queued frame was delivered (tests and shutdown)."""
-        if self._outbox is not None:
+        if self._outbox is not None and going(self._publisher):
             await self._outbox.join()
