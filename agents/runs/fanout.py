@@ -77,7 +77,12 @@ class FanOut:
                 # frames) would otherwise hold the loop, and the layer's reads behind it.
                 delivered = 0
                 await asyncio.sleep(0)
-            conversation_id, frame, share = await outbox.get()
+            try:
+                conversation_id, frame, share = await outbox.get()
+            except RuntimeError:
+                # Closed with its event loop (a server stopping, a test's loop ending): the
+                # queue cannot even cancel its wait, and nothing is left to deliver.
+                return
             delivered += 1
             for subscriber in list(self._subscribers.get(conversation_id, ())):
                 try:
