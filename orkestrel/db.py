@@ -5,6 +5,7 @@ The apps sit above this module; it knows nothing of their models.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 
@@ -40,13 +41,25 @@ def owner_pk(owner: AbstractBaseUser | int | None) -> int | None:
     return owner.pk
 
 
+def _on_database_thread() -> bool:
+    return threading.current_thread() in getattr(SyncToAsync.single_thread_executor, "_threads", ())
+
+
 def _tidy_connections() -> None:
     # Outside a request nothing recycles this thread's connection (``CONN_MAX_AGE``, a server
     # that dropped it): do what channels' ``database_sync_to_async`` does, but never inside an
     # open transaction (a sync caller's ``atomic`` block, or a test's) that closing would break.
+    keep = _on_database_thread()
     for connection in connections.all(initialized_only=True):
-        if not connection.in_atomic_block:
-            connection.close_if_unusable_or_obsolete()
+        if connection.in_atomic_block:
+            continue
+        if keep and getattr(connection, "pool", None) is not None:
+            # A pooled connection goes back at the end of each use (Django allows no
+            # ``CONN_MAX_AGE`` beside a pool); the database thread, which every run's hops
+            # share, keeps its own instead of checking one out per hop. It is still closed
+            # when unusable (the server dropped it, an error left it broken).
+            connection.close_at = None
+        connection.close_if_unusable_or_obsolete()
 
 
 def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from orkestrel.db import in_thread
+
 from .test_settings_deploy import _environment, _settings
 
 POSTGRES = "postgres://orkestrel@db.example.com:5432/orkestrel"
@@ -64,3 +66,29 @@ def test_request_threads_reuse_the_pools_server_connections():
             pids.add(request_thread.submit(_backend_pid).result())
     # Without the pool, each thread's connection was a new server process.
     assert len(pids) <= 3
+
+
+def _backend_pid_kept() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+def _pool_checkouts() -> int:
+    return int(connection.pool.get_stats().get("requests_num", 0))
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="needs PostgreSQL: set DATABASE_URL",
+)
+@pytest.mark.django_db(transaction=True)
+async def test_the_database_thread_keeps_one_pooled_connection_across_hops():
+    # Every run's hops share that thread: one checkout, not one per hop.
+    hop = in_thread(_backend_pid_kept)
+    pids = {await hop()}
+    before = await in_thread(_pool_checkouts)()
+    for _ in range(20):
+        pids.add(await hop())
+    assert await in_thread(_pool_checkouts)() == before
+    assert len(pids) == 1
