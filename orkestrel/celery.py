@@ -81,6 +81,9 @@ class WorkerLoop:
         for part in reversed(parts):
             self.call(part.stop())
         self.call(self._cancel_the_rest())
+        # What the loop's work left open in async generators (the model servers' HTTP
+        # sessions among them) closes while the loop still runs.
+        self.call(self.loop.shutdown_asyncgens())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
 

@@ -11,10 +11,9 @@ from weakref import WeakKeyDictionary
 
 import httpx
 
-__all__ = ["shared_client"]
+from orkestrel.providers.transport import streaming_transport
 
-# Every stream holds a connection for as long as it lasts: no cap on streams at once.
-LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+__all__ = ["shared_client"]
 
 _Key = tuple[bool, float, float | None]
 _pools: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Key, httpx.AsyncClient]] = (
@@ -32,9 +31,9 @@ def shared_client(*, secure: bool, connect: float, read: float | None) -> httpx.
     key = (secure, connect, read)
     client = clients.get(key)
     if client is None or client.is_closed:
-        # A plain-http endpoint (a local model server) never speaks TLS: no CA bundle.
         client = httpx.AsyncClient(
-            timeout=httpx.Timeout(read, connect=connect), verify=secure, limits=LIMITS
+            timeout=httpx.Timeout(read, connect=connect),
+            transport=streaming_transport(secure=secure),
         )
         clients[key] = client
     return client

@@ -6,8 +6,8 @@ retries 429 / 5xx answers and failed connects with backoff (honouring ``Retry-Af
 pushes the body's raw chunks into a buffer the provider drains with ``await exchange.next()``.
 
 Why a reader task: an abort must close the connection at once, even while the consumer is
-busy elsewhere. The signal's listener cancels the task (httpcore then drops the socket) and
-wakes the consumer, which raises; nothing is left pending once ``aclose()`` returns.
+busy elsewhere. The signal's listener cancels the task (the transport then drops the socket)
+and wakes the consumer, which raises; nothing is left pending once ``aclose()`` returns.
 
 Every error becomes a ``ProviderError`` carrying the provider name, the status and a short,
 redacted excerpt of the body: the API key never reaches a message.
@@ -28,6 +28,7 @@ import httpx
 from orkestrel.core.abort import AbortSignal
 from orkestrel.core.errors import ProviderError
 
+from .transport import streaming_transport
 from .wire import scrub_text
 
 __all__ = [
@@ -137,10 +138,8 @@ class ProviderHttp:
         loop = asyncio.get_running_loop()
         # An httpx pool is bound to the loop that opened its sockets.
         if self._client is None or self._loop is not loop or self._client.is_closed:
-            # A plain-http endpoint (a local Ollama, a test server) never speaks TLS and
-            # redirects are not followed: skip loading the CA bundle (tens of ms per client).
-            verify = not self.url.startswith("http://")
-            self._client = httpx.AsyncClient(timeout=self._timeout, verify=verify)
+            transport = streaming_transport(secure=not self.url.startswith("http://"))
+            self._client = httpx.AsyncClient(timeout=self._timeout, transport=transport)
             self._loop = loop
         return self._client
 
@@ -269,7 +268,7 @@ class Exchange:
         task, self._task = self._task, None
         if task is None:
             return
-        # Cancel once only: a second cancel would cut httpcore's own socket cleanup short.
+        # Cancel once only: a second cancel would cut the transport's own socket cleanup short.
         if not task.done() and not task.cancelling():
             task.cancel()
         try:

@@ -50,10 +50,6 @@ MAX_LINE_BYTES: Final = 1 << 20
 
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
-# Only these can decode to a surrogate: a ``\\uD800``-``\\uDFFF`` escape, or the raw bytes
-# ``ED A0``-``ED BF`` (``json.loads`` decodes bytes with ``surrogatepass``). A cheap test on the
-# payload, so a clean event (nearly every one) is never walked.
-_SURROGATE_HINTS: Final = (b"\\ud", b"\\uD", b"\xed")
 
 
 def scrub_text(text: str) -> str:
@@ -84,7 +80,12 @@ def decode_json(payload: bytes | str) -> Any:
     if isinstance(payload, str):
         suspect = "\\ud" in payload or "\\uD" in payload or not payload.isascii()
     else:
-        suspect = any(hint in payload for hint in _SURROGATE_HINTS)
+        # Only these can decode to a surrogate: a ``\\uD800``-``\\uDFFF`` escape, or the raw
+        # bytes ``ED A0``-``ED BF`` (``json.loads`` decodes bytes with ``surrogatepass``). A
+        # cheap test, so a clean event (nearly every one) is never walked.
+        suspect = (b"\\u" in payload and (b"\\ud" in payload or b"\\uD" in payload)) or (
+            not payload.isascii() and b"\xed" in payload
+        )
     return _scrub(value) if suspect else value
 
 
