@@ -49,6 +49,7 @@ from relay_clients import ms, pct
 type Route = Literal["direct", "app"]
 ROUTES: tuple[Route, Route] = ("direct", "app")
 APP = "orkestrel.asgi:application"
+FLOOR = "bench.openai_floor:application"  # ``--floor``: the same wire work, nothing else
 UPSTREAM = Path(__file__).resolve().parent / "openai_upstream.py"
 PROFILE = "bench-openai"  # the agent profile's slug: the ``model`` clients send the app
 TARGET_FIRST_P50 = 0.015  # added time to first token, one stream
@@ -87,6 +88,8 @@ class Figures:
     heads: list[float] = field(default_factory=list)  # send -> response headers
     reached: list[float] = field(default_factory=list)  # send -> the upstream began answering
     latencies: list[float] = field(default_factory=list)  # arrival - upstream stamp
+    arrivals: list[float] = field(default_factory=list)  # each token's arrival (monotonic)
+    began: list[float] = field(default_factory=list)  # each concurrent pass's start
     lags: list[float] = field(default_factory=list)  # the upstream's own lateness
     streams: int = 0
     lost: int = 0  # deltas that never arrived
@@ -105,6 +108,7 @@ class Figures:
             _, _, stamp, lag = reply.tokens[0]
             self.reached.append(stamp - lag - reply.sent)
         self.latencies += [at - stamp for at, _, stamp, _ in reply.tokens]
+        self.arrivals += [at for at, _, _, _ in reply.tokens]
         self.lags += [lag for _, _, _, lag in reply.tokens]
         self.lost += count - len({i for _, i, _, _ in reply.tokens} & set(range(count)))
         self.no_usage += reply.status == 200 and not reply.usage
@@ -200,6 +204,7 @@ class Bench:
         cpu1 = self.cpu()
         await asyncio.gather(*(client.aclose() for client in clients))
         figures = self.into("many", route)
+        figures.began.append(start)
         for task, reply in zip(tasks, replies, strict=True):
             reply.error = reply.error or ("unfinished" if task in late else "")
             figures.add(reply, args.tokens)
@@ -255,6 +260,24 @@ async def scenarios(bench: Bench, routes: list[Route]) -> list[Route]:
 
 def _cell(value: float) -> str:
     return f"{'-':>10}" if math.isnan(value) else ms(value)
+
+
+def timeline(figures: Figures, step: float = 0.25) -> None:
+    """Per-token latency by the time since its pass began (``--timeline``; one pass)."""
+    began = figures.began[0]
+    end = figures.began[1] if len(figures.began) > 1 else math.inf
+    buckets: dict[int, list[float]] = {}
+    for at, latency in zip(figures.arrivals, figures.latencies, strict=True):
+        if at >= end:
+            continue
+        buckets.setdefault(int((at - began) / step), []).append(latency)
+    print(f"\nper-token latency via app by arrival, {step * 1000:g} ms buckets (first pass)")
+    for index in sorted(buckets):
+        values = buckets[index]
+        print(
+            f"  {index * step:5.2f} s  {len(values):5d} tokens  "
+            f"p50 {ms(pct(values, 0.5))}  p99 {ms(pct(values, 0.99))}"
+        )
 
 
 def report(bench: Bench, answering: list[Route]) -> bool:
@@ -358,10 +381,18 @@ def main() -> int:
     parser.add_argument("--client", choices=CLIENTS, default="raw", help="the load generator")
     parser.add_argument("--throttle", default="100000/min", help="the server's API_THROTTLE_RATE")
     parser.add_argument("--profile", metavar="FILE", help="write a sampled app-server profile")
+    parser.add_argument("--timeline", action="store_true", help="100 streams via app over time")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="serve bench/openai_floor.py (a bare proxy) in the app's place",
+    )
     args = parser.parse_args()
     # The sampler lives in ``bench/relay_app.py`` (the real app; its model swap does not touch
     # the ``openai`` endpoint this benchmark's profile uses).
     app = "bench.relay_app:application" if args.profile else APP
+    if args.floor:
+        app = FLOOR
     routes: list[Route] = [args.only] if args.only else list(ROUTES)
 
     with tempfile.TemporaryDirectory(prefix="openai-compat-") as workdir:
@@ -406,6 +437,9 @@ def main() -> int:
             bench = Bench(args, urls, key, server.process.pid, upstream.pid)
             answering = asyncio.run(scenarios(bench, routes))
             ok = report(bench, answering)
+            many = bench.figures.get(("many", "app"))
+            if args.timeline and many is not None and many.began:
+                timeline(many)
         finally:
             if server is not None:
                 server.stop()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import urllib.request
 from collections.abc import AsyncGenerator
 from weakref import WeakKeyDictionary
 
@@ -43,7 +44,10 @@ def streaming_transport(*, secure: bool) -> httpx.AsyncBaseTransport:
     def session() -> aiohttp.ClientSession:
         # No cap on connections: every stream holds one for as long as it lasts.
         connector = aiohttp.TCPConnector(limit=0, ssl=transport.ssl_context if secure else False)
-        return _closed_with_loop(aiohttp.ClientSession(connector=connector, trust_env=True))
+        # aiohttp's ``trust_env`` looks proxies (and ~/.netrc) up on a thread at every request;
+        # on only when a proxy is set, so no netrc credentials go to a model server.
+        proxied = bool(urllib.request.getproxies_environment())
+        return _closed_with_loop(aiohttp.ClientSession(connector=connector, trust_env=proxied))
 
     transport = AiohttpTransport(verify=secure, client=session)
     return transport
