@@ -30,9 +30,7 @@ _clients: list[httpx.AsyncClient] = []
 
 def _client() -> httpx.AsyncClient:
     if not _clients:
-        _clients.append(
-            httpx.AsyncClient(transport=streaming_transport(secure=False), timeout=60)
-        )
+        _clients.append(httpx.AsyncClient(transport=streaming_transport(secure=False), timeout=60))
     return _clients[0]
 
 

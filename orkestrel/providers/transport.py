@@ -46,7 +46,7 @@ def streaming_transport(*, secure: bool) -> httpx.AsyncBaseTransport:
         connector = aiohttp.TCPConnector(limit=0, ssl=transport.ssl_context if secure else False)
         # aiohttp's ``trust_env`` looks proxies (and ~/.netrc) up on a thread at every request;
         # on only when a proxy is set, so no netrc credentials go to a model server.
-        proxied = bool(urllib.request.getproxies_environment())
+        proxied = any(scheme != "no" for scheme in urllib.request.getproxies_environment())
         return _closed_with_loop(aiohttp.ClientSession(connector=connector, trust_env=proxied))
 
     transport = AiohttpTransport(verify=secure, client=session)

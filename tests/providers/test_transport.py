@@ -81,3 +81,18 @@ async def test_a_proxy_named_in_the_environment_carries_the_request(
     [request] = stub.requests
     # A proxy is sent the absolute URL of the request it forwards.
     assert request.path == "http://model.invalid/v1/chat/completions"
+
+
+async def test_a_host_named_in_no_proxy_is_reached_directly(
+    stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens: a used proxy fails
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    stub.enqueue(Reply(sse(DELTA, done=True)))
+    provider = OpenAIProvider(model="m", base_url=f"{stub.url}/v1", api_key="k")
+    try:
+        _, result = await collect(provider)
+    finally:
+        await provider.aclose()
+    assert result.content == "hi"
+    assert [request.path for request in stub.requests] == ["/v1/chat/completions"]
