@@ -61,6 +61,7 @@ test bench: export SECRET_KEY ?= $(TEST_SECRET_KEY)
 
 test: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	# Tests open and drop databases: no connection may outlive its test.
