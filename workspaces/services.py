@@ -314,7 +314,8 @@ def _editing(owner_id: int, key: str) -> Iterator[_Editing]:
 
 
 def _invalid(error: WorkspaceError) -> ValidationError:
-    # The kit's faults are the request's: a bad pattern, a bad range, text edits of an image.
+    # The kit's faults are the request's: a bad pattern or one that ran past its time (the
+    # kit's ``PatternBounds``), a bad range, text edits of an image.
     field = {"PATTERN": "search", "RANGE": "range"}.get(error.code, "op")
     return ValidationError({field: error.message}, code=error.code.lower())
 

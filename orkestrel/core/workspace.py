@@ -6,11 +6,15 @@ batches by the shape of its argument: a path edits one file, a ``dict`` / list e
 Text-only edits aimed at a binary file raise ``WorkspaceError("MODALITY")``; plain reads skip
 binary files instead. Events (``write`` / ``remove`` / ``move`` / ``clear``) are emitted strictly
 after each mutation, and a raising listener never disturbs the edit.
+
+``search`` and ``replace`` take outside patterns (a user's, a model's): they match within
+``PatternBounds`` (``patterns``), and ``search_in_thread`` / ``replace_in_thread`` do the
+matching on a worker thread, so that a caller on the event loop keeps it serving.
 """
 
 from __future__ import annotations
 
-import re
+import asyncio
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypedDict, overload
@@ -29,6 +33,7 @@ from .files import (
 )
 from .language import infer_language
 from .messages import mint_id
+from .patterns import DEFAULT_PATTERN_BOUNDS, BoundedPattern, PatternBounds, compile_pattern
 from .ranges import (
     Range,
     RangeInput,
@@ -112,17 +117,14 @@ def _edits(value: object) -> dict[str, str]:
     }
 
 
-def _compile(query: object, regex: bool, exact: bool) -> re.Pattern[str]:
-    query = _check_text(query, "query")
-    # Literal unless regex; case-sensitive unless ``exact`` is false; MULTILINE so ^/$ mean
-    # line bounds in replace (whole text) as they do in search (line by line).
-    flags = re.MULTILINE if exact else re.MULTILINE | re.IGNORECASE
-    try:
-        return re.compile(query if regex else re.escape(query), flags)
-    except (re.error, OverflowError, RecursionError) as error:
-        raise WorkspaceError(
-            "PATTERN", f"invalid pattern {query!r}: {error}", context={"query": query}
-        ) from error
+def _compile(query: object, regex: bool, exact: bool, bounds: PatternBounds) -> BoundedPattern:
+    # Literal unless regex; case-sensitive unless ``exact`` is false.
+    return compile_pattern(_check_text(query, "query"), regex=regex, exact=exact, bounds=bounds)
+
+
+def _scope(paths: Collection[str] | None) -> frozenset[str] | None:
+    # A copy: the caller's collection may change while a worker thread reads it.
+    return frozenset(paths) if paths is not None else None
 
 
 def _text_of(file: File | None) -> str | None:
@@ -139,6 +141,60 @@ def _limit(limit: object) -> int | None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
     return limit
+
+
+def _find(
+    files: Iterable[File], pattern: BoundedPattern, cap: int | None, paths: frozenset[str] | None
+) -> tuple[SearchMatch, ...]:
+    """Every match of ``pattern`` in the text files' lines (at most ``cap``); a pure scan."""
+    matches: list[SearchMatch] = []
+    if cap == 0:
+        return ()
+    for file in files:
+        if paths is not None and file.path not in paths:
+            continue
+        text = _text_of(file)
+        for number, line in enumerate(text.split("\n") if text is not None else (), start=1):
+            for hit in pattern.finditer(line):
+                length = hit.end() - hit.start()
+                matches.append(SearchMatch(file.path, number, hit.start() + 1, length, line))
+                if cap is not None and len(matches) >= cap:
+                    return tuple(matches)
+    return tuple(matches)
+
+
+@dataclass(frozen=True, slots=True)
+class _Replacing:
+    """A replace worked out, not yet applied: each changed file's new text, and the tally."""
+
+    texts: dict[str, str]
+    replaced: int
+
+
+def _plan(
+    files: Iterable[File],
+    pattern: BoundedPattern,
+    replacement: str,
+    cap: int | None,
+    paths: frozenset[str] | None,
+) -> _Replacing:
+    """The texts ``replace`` would write, worked out from ``files`` alone (a pure scan)."""
+    texts: dict[str, str] = {}
+    replaced = 0
+    for file in files:
+        if cap is not None and replaced >= cap:
+            break
+        if paths is not None and file.path not in paths:
+            continue
+        text = _text_of(file)
+        if text is None:
+            continue
+        # The replacement is inserted verbatim (no backreference expansion).
+        text, count = pattern.subn(replacement, text, 0 if cap is None else cap - replaced)
+        if count:
+            replaced += count
+            texts[file.path] = text
+    return _Replacing(texts, replaced)
 
 
 class Workspace:
@@ -239,6 +295,7 @@ class Workspace:
         exact: bool = True,
         limit: int | None = None,
         paths: Collection[str] | None = None,
+        bounds: PatternBounds = DEFAULT_PATTERN_BOUNDS,
     ) -> tuple[SearchMatch, ...]:
         """Scan every text file's lines for ``query``; binary files are skipped.
 
@@ -248,22 +305,28 @@ class Workspace:
             exact: Match case exactly (the seed's default); ``False`` ignores case.
             limit: Stop after this many matches.
             paths: Only these files (``None``: every file; a scope's ``files`` list).
+            bounds: The time and sizes the search may take; past them it raises
+                ``PATTERN`` (its context's ``bound`` says which: ``timeout`` or ``subject``).
         """
-        pattern, cap = _compile(query, regex, exact), _limit(limit)
-        matches: list[SearchMatch] = []
-        if cap == 0:
-            return ()
-        for file in list(self._files.values()):
-            if paths is not None and file.path not in paths:
-                continue
-            text = _text_of(file)
-            for number, line in enumerate(text.split("\n") if text is not None else (), start=1):
-                for hit in pattern.finditer(line):
-                    length = hit.end() - hit.start()
-                    matches.append(SearchMatch(file.path, number, hit.start() + 1, length, line))
-                    if cap is not None and len(matches) >= cap:
-                        return tuple(matches)
-        return tuple(matches)
+        pattern, cap = _compile(query, regex, exact, bounds), _limit(limit)
+        return _find(self.files(), pattern, cap, _scope(paths))
+
+    async def search_in_thread(
+        self,
+        query: str,
+        regex: bool = False,
+        exact: bool = True,
+        limit: int | None = None,
+        paths: Collection[str] | None = None,
+        bounds: PatternBounds = DEFAULT_PATTERN_BOUNDS,
+    ) -> tuple[SearchMatch, ...]:
+        """``search``, compiling and matching on a worker thread (the loop keeps serving)."""
+        files, cap, scope = self.files(), _limit(limit), _scope(paths)
+
+        def scan() -> tuple[SearchMatch, ...]:
+            return _find(files, _compile(query, regex, exact, bounds), cap, scope)
+
+        return await asyncio.to_thread(scan)
 
     def replace(
         self,
@@ -273,31 +336,49 @@ class Workspace:
         exact: bool = True,
         limit: int | None = None,
         paths: Collection[str] | None = None,
+        bounds: PatternBounds = DEFAULT_PATTERN_BOUNDS,
     ) -> ReplaceResult:
         """Replace ``query`` with the literal ``replacement`` across every text file (or only
         ``paths``).
 
-        Matching follows ``search``; each changed file is rewritten (emitting ``write``).
+        Matching follows ``search`` (``bounds`` too); each changed file is rewritten (emitting
+        ``write``) once every match is found, so a pattern that times out changes nothing.
         """
-        pattern, cap = _compile(query, regex, exact), _limit(limit)
+        pattern, cap = _compile(query, regex, exact, bounds), _limit(limit)
         replacement = _check_text(replacement, "replacement")
-        replaced = changed = 0
-        for path in list(self._files):
-            if cap is not None and replaced >= cap:
-                break
-            if paths is not None and path not in paths:
-                continue
-            text = _text_of(self._files.get(path))
-            if text is None:
-                continue
-            # A function replacement is inserted verbatim (no backreference expansion).
-            limit = 0 if cap is None else cap - replaced
-            text, count = pattern.subn(lambda _match: replacement, text, count=limit)
-            if count:
-                replaced += count
-                changed += 1
-                self._put(path, text)
-        return ReplaceResult(query, replaced, changed)
+        return self._apply(query, _plan(self.files(), pattern, replacement, cap, _scope(paths)))
+
+    async def replace_in_thread(
+        self,
+        query: str,
+        replacement: str,
+        regex: bool = False,
+        exact: bool = True,
+        limit: int | None = None,
+        paths: Collection[str] | None = None,
+        bounds: PatternBounds = DEFAULT_PATTERN_BOUNDS,
+    ) -> ReplaceResult:
+        """``replace``, compiling and matching on a worker thread; the edits (and their
+        events) happen on the caller's thread.
+
+        Should the workspace change while the thread works, it works again from the new files,
+        within the same deadline.
+        """
+        cap, scope = _limit(limit), _scope(paths)
+        replacement = _check_text(replacement, "replacement")
+        pattern = await asyncio.to_thread(_compile, query, regex, exact, bounds)
+        while True:
+            files = self.files()
+            plan = await asyncio.to_thread(_plan, files, pattern, replacement, cap, scope)
+            # Identity first, element by element: unchanged files compare in no time.
+            if self.files() == files:
+                return self._apply(query, plan)
+            pattern.check()
+
+    def _apply(self, query: str, plan: _Replacing) -> ReplaceResult:
+        for path, text in plan.texts.items():
+            self._put(path, text)
+        return ReplaceResult(query, plan.replaced, len(plan.texts))
 
     @overload
     def write(self, path: str, text: str) -> None: ...

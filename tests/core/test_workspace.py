@@ -1,5 +1,8 @@
+import asyncio
 import base64
 import json
+import threading
+import time
 import uuid
 
 import pytest
@@ -18,6 +21,7 @@ from orkestrel.core import (
     create_workspace,
     range_of,
 )
+from orkestrel.core.patterns import PatternBounds
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n-fake-image-").decode()
 
@@ -314,6 +318,120 @@ def test_an_invalid_regex_raises_pattern():
 def test_search_rejects_a_bad_limit(limit):
     with pytest.raises(ValueError, match="limit"):
         create_workspace().search("x", limit=limit)
+
+
+# --- outside patterns, within bounds ------------------------------------------------------
+
+# Exponential backtracking: Python's ``re`` takes about 5 s over SUBJECT, holding the GIL.
+CATASTROPHIC = r"(?:a|a)*$"
+SUBJECT = "a" * 26 + "!"
+QUICK = PatternBounds(timeout=0.1)
+
+
+def timed_out(call) -> WorkspaceError:
+    started = time.monotonic()
+    with pytest.raises(WorkspaceError) as caught:
+        call()
+    # The engine notices its deadline at checkpoints: up to about as late again.
+    assert time.monotonic() - started < 1.0
+    assert caught.value.code == "PATTERN", caught.value
+    return caught.value
+
+
+def test_a_catastrophic_pattern_times_out_and_replaces_nothing():
+    workspace = create_workspace()
+    workspace.write("a.txt", SUBJECT)
+    error = timed_out(lambda: workspace.search(CATASTROPHIC, regex=True, bounds=QUICK))
+    assert error.message.startswith(f"pattern {CATASTROPHIC!r} took longer than 0.1 s")
+    assert error.context == {"query": CATASTROPHIC, "bound": "timeout", "timeout": 0.1}
+    timed_out(lambda: workspace.replace(CATASTROPHIC, "x", regex=True, bounds=QUICK))
+    assert workspace.read("a.txt") == SUBJECT
+    assert workspace.file("a.txt").state == "created"
+
+
+def test_by_default_a_pattern_has_about_a_second():
+    workspace = create_workspace()
+    workspace.write("a.txt", SUBJECT)
+    started = time.monotonic()
+    with pytest.raises(WorkspaceError) as caught:
+        workspace.replace(CATASTROPHIC, "x", regex=True)
+    assert caught.value.code == "PATTERN"
+    assert 1.0 <= time.monotonic() - started < 3.0
+    assert workspace.read("a.txt") == SUBJECT
+
+
+def test_the_deadline_is_the_whole_searchs_not_each_lines():
+    # Each line takes about 0.1 s, well within the bound; the forty of them do not.
+    workspace = create_workspace()
+    workspace.write("a.txt", "\n".join(["a" * 18 + "!"] * 40))
+    timed_out(lambda: workspace.search(CATASTROPHIC, regex=True, bounds=PatternBounds(timeout=0.3)))
+
+
+def test_a_pattern_longer_than_its_bound_is_refused_before_compiling():
+    workspace = create_workspace()
+    workspace.write("a.txt", "abcdef")
+    with pytest.raises(WorkspaceError) as caught:
+        workspace.search("abcdef", bounds=PatternBounds(pattern=5))
+    assert caught.value.code == "PATTERN"
+    assert caught.value.message == "pattern of 6 characters is longer than the 5 allowed"
+    assert workspace.search("abcde", bounds=PatternBounds(pattern=5))[0].length == 5
+
+
+def test_more_text_than_the_bound_is_refused_before_it_is_scanned():
+    workspace = create_workspace()
+    workspace.write({"a.txt": "x" * 6, "b.txt": "x" * 6})
+    bounds = PatternBounds(subject=10)
+    with pytest.raises(WorkspaceError) as caught:
+        workspace.replace("x", "y", bounds=bounds)
+    assert caught.value.code == "PATTERN"
+    assert "would scan more than 10 characters" in caught.value.message
+    assert workspace.read(["a.txt", "b.txt"]) == {"a.txt": "x" * 6, "b.txt": "x" * 6}
+    assert workspace.replace("x", "y", paths=["a.txt"], bounds=bounds).replaced == 6
+
+
+async def longest_stall(task: asyncio.Task) -> float:
+    """The longest the event loop went without running this coroutine while ``task`` ran."""
+    longest, last = 0.0, time.monotonic()
+    while not task.done():
+        await asyncio.sleep(0.005)
+        now = time.monotonic()
+        longest, last = max(longest, now - last), now
+    return longest
+
+
+async def test_a_search_in_a_thread_keeps_the_loop_serving_until_it_times_out():
+    workspace = create_workspace()
+    workspace.write("a.txt", SUBJECT)
+    search = asyncio.create_task(workspace.search_in_thread(CATASTROPHIC, regex=True))
+    assert await longest_stall(search) < 0.1
+    with pytest.raises(WorkspaceError) as caught:
+        await search
+    assert caught.value.code == "PATTERN"
+
+
+async def test_a_replace_in_a_thread_keeps_the_loop_serving_and_changes_nothing_on_timeout():
+    workspace = create_workspace()
+    workspace.write("a.txt", SUBJECT)
+    replace = asyncio.create_task(workspace.replace_in_thread(CATASTROPHIC, "x", regex=True))
+    assert await longest_stall(replace) < 0.1
+    with pytest.raises(WorkspaceError) as caught:
+        await replace
+    assert caught.value.code == "PATTERN"
+    assert workspace.read("a.txt") == SUBJECT
+
+
+async def test_in_a_thread_search_and_replace_answer_as_in_place_and_edit_on_the_callers():
+    workspace = create_workspace()
+    workspace.write({"a.txt": "A a\na", "b.txt": "a", "c.txt": "b"})
+    found = await workspace.search_in_thread("^a", regex=True, exact=False, paths=["a.txt"])
+    assert found == workspace.search("^a", regex=True, exact=False, paths=["a.txt"])
+    writers: list[int] = []
+    workspace.emitter.on("write", lambda _file: writers.append(threading.get_ident()))
+    tally = await workspace.replace_in_thread("a", "z", limit=3)
+    assert tally == ReplaceResult("a", 3, 2)
+    assert workspace.read(["a.txt", "b.txt"]) == {"a.txt": "A z\nz", "b.txt": "z"}
+    # Worked out on a worker thread, written (and announced) on this one.
+    assert writers == [threading.get_ident()] * 2
 
 
 # --- replace ------------------------------------------------------------------------------

@@ -10,12 +10,18 @@ Its safety depends on the call: ``list``, ``read`` and ``search`` are read-only 
 concurrently, and in read-only mode), every other operation is a write (``is_safe``). An edit
 answers the model with the same short result as ever and shows the user a unified diff of
 the change on the tool card (the kit's ``{"result", "display"}`` payload).
+
+The run's event loop serves every socket of the process, so nothing here that grows with the
+model's input runs on it unbounded: ``search`` and ``replace`` match on a worker thread within
+the kit's ``PatternBounds`` (a catastrophic pattern is a ``PATTERN`` fault), and a
+large edit's diff is worked out on a worker thread and only up to ``DIFF_CHARS``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
@@ -35,6 +41,8 @@ from ..registry import ToolContext
 
 __all__ = [
     "DESCRIPTION",
+    "DIFF_CHARS",
+    "LINE_CHARS",
     "NAME",
     "OPERATIONS",
     "PARAMETERS",
@@ -53,6 +61,15 @@ NAME = "workspace"
 SAFE = False
 SAFE_OPERATIONS: frozenset[str] = frozenset({"list", "read", "search"})
 SEARCH_LIMIT = 100  # matches returned by one search: keeps a result small enough to read
+# Characters of a matched line a search answers: a minified file's one line of a megabyte,
+# matched a hundred times, would be a hundred megabytes of JSON. A longer line is cut to
+# the part around its match, an ellipsis marking each cut.
+LINE_CHARS = 400
+# Characters one edit's diff may compare, both sides of every file it changed. difflib is
+# pure Python, about 0.2 s for a 1 MB file: a larger change is named on the card, not diffed.
+DIFF_CHARS = 256 * 1024
+# Below this many characters a diff is worked out in place: cheaper than a thread's round trip.
+_INLINE_DIFF_CHARS = 16 * 1024
 
 Operation = Literal[
     "list", "read", "write", "prepend", "append", "search", "replace", "move", "remove", "switch"
@@ -201,13 +218,58 @@ def _diff(old: str, before: _State, new: str, after: _State) -> str:
     )
 
 
-def _changed(workspace: Workspace, path: str, before: _State) -> str:
-    """The diff of ``path`` from ``before`` to what the workspace holds now."""
-    return _diff(path, before, path, _state(workspace, path))
+# One path's change: its old path and state, its new path and state (``_diff``'s arguments).
+_Change = tuple[str, _State, str, _State]
 
 
-def _shown(result: Any, diff: str) -> Any:
-    """``result`` with ``diff`` as its ``display`` payload (the bare result when unchanged)."""
+def _compared(before: _State, after: _State) -> int:
+    """The characters ``_diff`` compares: none for a side that did not change or is binary."""
+    if before == after or isinstance(before, _Binary) or isinstance(after, _Binary):
+        return 0
+    return len(before or "") + len(after or "")
+
+
+def _line_count(state: _State) -> int:
+    # As ``_lines`` counts them, without building them.
+    if not isinstance(state, str) or not state:
+        return 0
+    return state.count("\n") + (0 if state.endswith("\n") else 1)
+
+
+def _too_large(old: str, before: _State, new: str, after: _State) -> str:
+    """The headers of a diff too large to show, and how many lines it would have compared."""
+    source = "/dev/null" if before is None else f"a/{old}"
+    target = "/dev/null" if after is None else f"b/{new}"
+    was, now = _line_count(before), _line_count(after)
+    return f"--- {source}\n+++ {target}\n(too large to show: {was} lines before, {now} after)\n"
+
+
+def _diffs(changes: Sequence[_Change]) -> str:
+    """Every change's diff, in order; once ``DIFF_CHARS`` are spent, the rest are named."""
+    budget, parts = DIFF_CHARS, []
+    for old, before, new, after in changes:
+        size = _compared(before, after)
+        if size > budget:
+            parts.append(_too_large(old, before, new, after))
+            continue
+        budget -= size
+        parts.append(_diff(old, before, new, after))
+    return "".join(parts)
+
+
+def _changed(workspace: Workspace, path: str, before: _State) -> _Change:
+    """The change of ``path`` from ``before`` to what the workspace holds now."""
+    return (path, before, path, _state(workspace, path))
+
+
+async def _shown(result: Any, *changes: _Change) -> Any:
+    """``result`` with the diff of ``changes`` as its ``display`` payload (the bare result
+    when nothing changed)."""
+    size = sum(_compared(before, after) for _, before, _, after in changes)
+    # The states are immutable strings: a worker thread may diff them while the loop serves.
+    diff = (
+        _diffs(changes) if size <= _INLINE_DIFF_CHARS else await asyncio.to_thread(_diffs, changes)
+    )
     return {"result": result, "display": diff} if diff else result
 
 
@@ -243,7 +305,7 @@ async def _write(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any
         workspace.write(path, content)
     else:
         workspace.write(path, content, span)
-    return _shown(_summary(_existing(workspace, path)), _changed(workspace, path, before))
+    return await _shown(_summary(_existing(workspace, path)), _changed(workspace, path, before))
 
 
 def _extend(verb: Literal["prepend", "append"]) -> Handler:
@@ -252,9 +314,18 @@ def _extend(verb: Literal["prepend", "append"]) -> Handler:
         path, content = _need(arguments, verb, "path", "content")
         before = _state(workspace, path)
         getattr(workspace, verb)(path, content)
-        return _shown(_summary(_existing(workspace, path)), _changed(workspace, path, before))
+        return await _shown(_summary(_existing(workspace, path)), _changed(workspace, path, before))
 
     return handle
+
+
+def _excerpt(line: str, column: int) -> str:
+    """``line``, or when longer than ``LINE_CHARS`` the part around the match at ``column``."""
+    if len(line) <= LINE_CHARS:
+        return line
+    start = max(0, min(column - 1 - LINE_CHARS // 4, len(line) - LINE_CHARS))
+    end = start + LINE_CHARS
+    return f"{'…' if start else ''}{line[start:end]}{'…' if end < len(line) else ''}"
 
 
 async def _search(
@@ -265,15 +336,18 @@ async def _search(
     workspace = _active(manager)
     (query,) = _need(arguments, "search", "query")
     regex = bool(arguments.get("regex"))
-    # One past the cap tells a full page from a truncated one.
-    found = workspace.search(query, regex=regex, limit=SEARCH_LIMIT + 1, paths=visible)
+    # One past the cap tells a full page from a truncated one. Matched on a worker thread,
+    # within the kit's bounds: the pattern is the model's.
+    found = await workspace.search_in_thread(
+        query, regex=regex, limit=SEARCH_LIMIT + 1, paths=visible
+    )
     matches = [
         {
             "path": match.path,
             "line": match.line,
             "column": match.column,
             "length": match.length,
-            "content": match.content,
+            "content": _excerpt(match.content, match.column),
         }
         for match in found[:SEARCH_LIMIT]
     ]
@@ -292,9 +366,12 @@ async def _replace(
         for file in workspace.files()
         if visible is None or file.path in visible
     }
-    tally = workspace.replace(query, replacement, regex=bool(arguments.get("regex")), paths=visible)
-    diff = "".join(_changed(workspace, path, state) for path, state in before.items())
-    return _shown({"query": tally.query, "replaced": tally.replaced, "files": tally.files}, diff)
+    tally = await workspace.replace_in_thread(
+        query, replacement, regex=bool(arguments.get("regex")), paths=visible
+    )
+    changes = (_changed(workspace, path, state) for path, state in before.items())
+    result = {"query": tally.query, "replaced": tally.replaced, "files": tally.files}
+    return await _shown(result, *changes)
 
 
 async def _move(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
@@ -308,10 +385,10 @@ async def _move(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
         return result
     if replaced is None:
         # A plain rename: the headers alone, as git shows one.
-        return _shown(result, _diff(path, moved, target, moved))
+        return await _shown(result, (path, moved, target, moved))
     # The move overwrote ``target``: the source is gone and the target's text changed.
-    gone = _diff(path, moved, path, None)
-    return _shown(result, gone + _diff(target, replaced, target, _state(workspace, target)))
+    gone: _Change = (path, moved, path, None)
+    return await _shown(result, gone, (target, replaced, target, _state(workspace, target)))
 
 
 async def _remove(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
@@ -320,7 +397,7 @@ async def _remove(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> An
     _existing(workspace, path)
     before = _state(workspace, path)
     workspace.remove(path)
-    return _shown({"path": path, "removed": True}, _diff(path, before, path, None))
+    return await _shown({"path": path, "removed": True}, (path, before, path, None))
 
 
 async def _switch(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> Any:
@@ -375,7 +452,8 @@ async def run_operation(
     except WorkspaceError as error:
         if error.message.startswith(f"{error.code}:"):
             raise
-        # The kit's own faults (MODALITY, PATTERN, RANGE) carry the code the model keys on.
+        # The kit's own faults (MODALITY, PATTERN, RANGE) carry the code the
+        # model keys on.
         # ``OrkestrelError`` types ``code`` as ``str``; a ``WorkspaceError``'s is always one of
         # ``WorkspaceErrorCode`` (its constructor takes no other).
         code = cast(WorkspaceErrorCode, error.code)

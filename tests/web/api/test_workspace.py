@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
+import httpx
 import pytest
+from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from drf_spectacular.generators import SchemaGenerator
 
 from conversations.models import Conversation
+from orkestrel.asgi import application
 from workspaces.models import Workspace, WorkspaceFile
 from workspaces.services import MAX_TEXT_BYTES
 
@@ -388,6 +394,57 @@ def test_an_invalid_regex_names_the_pattern(api, url, put):
     put("a.txt", "a")
     response = patch(api, url, "a.txt", op="replace", search="[", replace="", regex=True)
     assert "invalid pattern" in errors(response)["search"][0]
+
+
+# Exponential backtracking: with Python's ``re`` it held the GIL, and with it every request
+# of the process, about 5 s over SUBJECT per position (issue 30: ``/healthz`` took 5.2 s).
+CATASTROPHIC = r"(?:a|a)*$"
+SUBJECT = "a" * 26 + "!"
+
+
+def test_a_catastrophic_regex_is_a_field_error_within_its_bound(api, url, put, conversation):
+    put("a.txt", SUBJECT)
+    started = time.monotonic()
+    response = patch(api, url, "a.txt", op="replace", search=CATASTROPHIC, replace="", regex=True)
+    assert time.monotonic() - started < 3.0
+    (message,) = errors(response)["search"]
+    assert message.startswith(f"pattern {CATASTROPHIC!r} took longer than 1 s")
+    assert stored(conversation) == {"a.txt": SUBJECT}
+    assert WorkspaceFile.objects.get(path="a.txt").state == "created"
+
+
+def test_a_pattern_longer_than_its_bound_is_a_field_error(api, url, put):
+    put("a.txt", "a")
+    response = patch(api, url, "a.txt", op="replace", search="a" * 10_001, replace="", regex=True)
+    assert errors(response)["search"] == [
+        "pattern of 10001 characters is longer than the 10000 allowed"
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_server_answers_healthz_while_a_catastrophic_regex_runs(
+    alice_key, url, put, conversation
+):
+    # Over the ASGI app, as daphne serves it: the edit's thread and the event loop share
+    # one GIL, which the engine releases while it matches.
+    await sync_to_async(put)("a.txt", SUBJECT)
+    transport = httpx.ASGITransport(app=application)
+    headers = {"Authorization": f"Bearer {alice_key}"}
+    body = {"op": "replace", "search": CATASTROPHIC, "replace": "", "regex": True}
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        assert (await http.get("/healthz")).status_code == 200  # the app is loaded
+        edit = asyncio.create_task(http.patch(url("a.txt"), json=body, headers=headers))
+        waits: list[float] = []
+        while not edit.done():
+            started = time.monotonic()
+            health = await http.get("/healthz")
+            waits.append(time.monotonic() - started)
+            assert health.status_code == 200, health.text
+        response = await edit
+    # The edit ran about a second (its bound): polls went on all along, each one quick.
+    assert len(waits) >= 10 and max(waits) < 0.1, waits
+    assert response.status_code == 400, response.text
+    assert "took longer than" in response.json()["errors"]["search"][0]
 
 
 def test_a_literal_search_may_hold_regex_characters(api, url, put, conversation):

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import time
 
 import pytest
 
 from agents.runtime.arguments import guard_tool
-from agents.runtime.builtins.workspace import SEARCH_LIMIT, create_workspace_tool, is_safe
+from agents.runtime.builtins.workspace import (
+    DIFF_CHARS,
+    LINE_CHARS,
+    SEARCH_LIMIT,
+    create_workspace_tool,
+    is_safe,
+)
 from orkestrel.core import (
     ToolCall,
     ToolManager,
@@ -185,9 +193,57 @@ async def test_search_results_are_capped(manager, context):
     assert value["truncated"] is True
 
 
+async def test_a_long_matched_line_is_answered_as_the_part_around_each_match(manager, context):
+    # One line of a megabyte matched a hundred times was a hundred megabytes of JSON.
+    line = "x" * 500_000 + "needle" + "y" * 500_000
+    workspace_of(context).write("min.js", line)
+    (match,) = (await run(manager, operation="search", query="needle"))["matches"]
+    assert (match["line"], match["column"], match["length"]) == (1, 500_001, 6)
+    excerpt = match["content"]
+    assert len(excerpt) == LINE_CHARS + 2 and excerpt.startswith("…x") and excerpt.endswith("y…")
+    assert excerpt.index("needle") == 1 + LINE_CHARS // 4
+    value = await run(manager, operation="search", query="y")
+    assert len(value["matches"]) == SEARCH_LIMIT and value["truncated"] is True
+    assert all(len(match["content"]) <= LINE_CHARS + 2 for match in value["matches"])
+    short = await run(manager, operation="search", query="gamma")
+    assert short["matches"][0]["content"] == "gamma"
+
+
 async def test_a_bad_regex_is_a_pattern_fault(manager):
     error = await fault(manager, operation="search", query="(unclosed", regex=True)
     assert error.startswith("PATTERN: invalid pattern '(unclosed'")
+
+
+# Exponential backtracking: Python's ``re`` held the GIL about 5 s over SUBJECT (issue 30).
+CATASTROPHIC = r"(?:a|a)*$"
+SUBJECT = "a" * 26 + "!"
+
+
+async def longest_stall(task: asyncio.Task) -> float:
+    """The longest the event loop went without running this coroutine while ``task`` ran."""
+    longest, last = 0.0, time.monotonic()
+    while not task.done():
+        await asyncio.sleep(0.005)
+        now = time.monotonic()
+        longest, last = max(longest, now - last), now
+    return longest
+
+
+@pytest.mark.parametrize("operation", ["search", "replace"])
+async def test_a_catastrophic_pattern_is_a_timeout_fault_and_the_loop_keeps_serving(
+    manager, context, operation
+):
+    workspace_of(context).write("a.txt", SUBJECT)
+    arguments = {"operation": operation, "query": CATASTROPHIC, "regex": True}
+    if operation == "replace":
+        arguments["replacement"] = "x"
+    called = asyncio.create_task(call(manager, "workspace", **arguments))
+    assert await longest_stall(called) < 0.1
+    result = await called
+    assert result.error is not None and result.error.startswith(
+        f"PATTERN: pattern {CATASTROPHIC!r} took longer than 1 s"
+    ), result
+    assert workspace_of(context).read("a.txt") == SUBJECT
 
 
 async def test_replace_rewrites_every_match_and_reports_the_tally(manager, context):
@@ -437,6 +493,30 @@ async def test_replace_shows_the_diff_of_every_changed_file_only(manager, contex
         "\\ No newline at end of file\n"
         "--- a/other.md\n+++ b/other.md\n@@ -1 +1 @@\n-beta beta\n+B B\n"
     )
+
+
+async def test_an_edit_too_large_to_diff_is_named_on_the_card(manager, context):
+    # difflib is pure Python on the run's loop: a megabyte took about 0.2 s, per file.
+    lines = DIFF_CHARS // 10
+    workspace_of(context).write("big.txt", "old line\n" * lines)
+    value, display = await shown(
+        manager, operation="write", path="big.txt", content="new line\n" * lines
+    )
+    assert value["path"] == "big.txt"
+    assert display == (
+        f"--- a/big.txt\n+++ b/big.txt\n(too large to show: {lines} lines before, {lines} after)\n"
+    )
+
+
+async def test_a_replace_diffs_files_until_the_budget_is_spent_then_names_them(manager, context):
+    # Each file's two sides are three quarters of the budget: the first fits, the second not.
+    lines = DIFF_CHARS * 3 // 4 // len("old\nnew\n")
+    workspace_of(context).write({"a.txt": "old\n" * lines, "b.txt": "old\n" * lines})
+    value, display = await shown(manager, operation="replace", query="old", replacement="new")
+    assert value == {"query": "old", "replaced": 2 * lines, "files": 2}
+    first, second = display.split("--- a/b.txt\n")
+    assert first.startswith("--- a/a.txt\n+++ b/a.txt\n@@ ") and first.count("\n-old") == lines
+    assert second == f"+++ b/b.txt\n(too large to show: {lines} lines before, {lines} after)\n"
 
 
 async def test_remove_diffs_to_dev_null_and_a_binary_file_is_named_not_diffed(manager):
