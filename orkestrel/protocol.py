@@ -546,13 +546,15 @@ class CommittedFrame:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FinishFrame:
-    """The run settled (the last frame of every run that did not fail)."""
+    """The run settled (the last frame of every run that did not fail); a run whose process
+    died ends on one too (``stop: "interrupted"``), naming the run that continues it, if any."""
 
     type: Literal["finish"] = "finish"
     run: int
     seq: int
     result: ResultPayload
     context: ContextPayload
+    continued_by: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -42,7 +42,13 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
 
 
 # Browser-package files that run on a worker of their own rather than with the package.
-OWN_GROUP = frozenset({"tests/e2e/test_api_schema.py", "tests/e2e/test_two_processes.py"})
+OWN_GROUP = frozenset(
+    {
+        "tests/e2e/test_api_schema.py",
+        "tests/e2e/test_crash_mid_run.py",
+        "tests/e2e/test_two_processes.py",
+    }
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

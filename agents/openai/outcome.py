@@ -17,6 +17,7 @@ from typing import Any, Literal
 from orkestrel.core.abort import TIMED_OUT
 from orkestrel.core.budget import BUDGET_EXHAUSTED
 
+from ..runs.interruptions import INTERRUPTED
 from ..runtime.client_tools import HANDOFF_STOP, PENDING_RESULT
 
 __all__ = ["ClientCall", "Delta", "Outcome"]
@@ -96,6 +97,12 @@ class Outcome:
             self.stop = result["stop"]
             self.usage = result.get("usage")
             self.finished = True
+            if self.stop == INTERRUPTED:
+                # Its process died: the text it had saved, where its tokens never came here.
+                saved, said = result.get("content") or "", self.text
+                if saved.startswith(said) and len(saved) > len(said):
+                    self.content.append(saved[len(said) :])
+                    return [Delta("content", saved[len(said) :])]
         elif kind == "error" and frame.get("run") is not None:
             self.failed = True
             self.finished = True
@@ -135,4 +142,6 @@ class Outcome:
             return "max_output_tokens"
         if self.reason == TIMED_OUT:
             return "timeout"
+        if self.stop == INTERRUPTED:
+            return INTERRUPTED
         return "cancelled" if self.stop == "abort" else None

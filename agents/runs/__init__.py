@@ -20,9 +20,10 @@ and the worker's part).
 
 from .active import ActiveRun
 from .groups import group_name, is_shared, join_group
+from .interruptions import Interrupted, close_interrupted
 from .manager import MANUAL_KEEP, Busy, RunManager, run_manager
 from .payloads import committed_payload, compaction_payload
-from .records import TITLE_LENGTH, ConversationSeed, RunRecord, recover_interrupted
+from .records import TITLE_LENGTH, ConversationSeed, RunRecord
 from .service import TERMINAL, RunHandle, RunService, run_service
 from .timings import (
     BURST_FRAMES,
@@ -56,7 +57,8 @@ __all__ = [
     "group_name",
     "is_shared",
     "join_group",
-    "recover_interrupted",
+    "close_interrupted",
+    "Interrupted",
     "run_manager",
     "run_service",
     "compaction_payload",

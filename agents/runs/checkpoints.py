@@ -17,7 +17,8 @@ from conversations.approvals import expire_due
 from orkestrel.db import in_thread
 
 from .fanout import going, spawn
-from .records import recover_interrupted, save_checkpoints
+from .interruptions import Interrupted, close_interrupted
+from .records import save_checkpoints
 
 __all__ = ["Checkpointer", "Sweeper"]
 
@@ -64,18 +65,21 @@ class Checkpointer:
 
 class Sweeper:
     """One task per process that closes dead runs every ``every`` seconds, from its first use,
-    expires the approvals nobody decided in time, then calls ``then`` (runs paused for
-    approvals go on there)."""
+    and hands them to ``closed`` (their followers hear they ended there); expires the
+    approvals nobody decided in time, then calls ``then`` (runs paused for approvals, and
+    messages left waiting by a closed run, go on there)."""
 
     def __init__(
         self,
         every: float,
         stale: float,
         then: Callable[[], Awaitable[None]] | None = None,
+        closed: Callable[[list[Interrupted]], Awaitable[None]] | None = None,
     ) -> None:
         self._every = every
         self._stale = stale
         self._then = then
+        self._closed = closed
         self._task: asyncio.Task[None] | None = None
 
     def ensure(self) -> None:
@@ -86,12 +90,13 @@ class Sweeper:
     async def _loop(self) -> None:
         while True:
             try:
-                closed = await in_thread(recover_interrupted)(self._stale)
+                closed = await in_thread(close_interrupted)(self._stale)
+                if closed:
+                    logger.info("closed %d run(s) whose server process died", len(closed))
+                    if self._closed is not None:
+                        await self._closed(closed)
             except Exception:  # noqa: BLE001 - the next sweep tries again
                 logger.warning("closing dead runs failed", exc_info=True)
-            else:
-                if closed:
-                    logger.info("closed %d run(s) whose server process died", closed)
             await self.approvals()
             await asyncio.sleep(self._every)
 

@@ -13,6 +13,7 @@ from channels.layers import get_channel_layer
 
 from .fanout import spawn
 from .groups import join_group
+from .interruptions import ends_interrupted, renumbered
 from .relay import REPLAY_SECONDS, TERMINAL, Relay
 
 __all__ = ["follow_remote"]
@@ -75,7 +76,17 @@ async def follow_remote(
                 continue
             for frame in frames:
                 number = frame.get("seq")
-                if frame.get("run") == run_id and isinstance(number, int) and number > seq:
+                if frame.get("run") != run_id or not isinstance(number, int):
+                    continue
+                if ends_interrupted(frame):
+                    # Its process died: what it sent after its last store died with it, and
+                    # this follower may have seen some. Its end is the next frame here.
+                    while seq + 1 in held:
+                        seq += 1
+                        yield held.pop(seq)
+                    yield renumbered(frame, seq + 1)
+                    return
+                if number > seq:
                     held[number] = frame
             while seq + 1 in held:
                 frame = held.pop(seq + 1)

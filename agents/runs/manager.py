@@ -26,7 +26,7 @@ from conversations.branches import Redo
 from conversations.pending import has_pending
 from orkestrel.core import Message, TokenUsage, mint_id
 from orkestrel.db import in_thread
-from orkestrel.protocol import ApprovalFrame, PendingFrame, encode
+from orkestrel.protocol import ApprovalFrame, CommittedFrame, NoticeFrame, PendingFrame, encode
 
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
@@ -39,7 +39,8 @@ from .errors import Busy, NothingPending, NotPaused, StartFailed, TooManyRuns
 from .fanout import FanOut, Subscriber, spawn
 from .groups import join_group
 from .handoff import Handoff
-from .payloads import compaction_payload
+from .interruptions import Interrupted, name_continuation, stranded
+from .payloads import committed_payload, compaction_payload
 from .records import (
     ConversationSeed,
     RunLimits,
@@ -51,12 +52,15 @@ from .records import (
 from .relay import Relay
 from .timings import DEFAULT_TIMINGS, RunTimings
 from .workers import (
+    CONTINUED,
     Prepared,
     QueuedStop,
+    Takeover,
     prepare_queued,
     publish_run,
     still_running,
     stop_queued,
+    takeovers,
 )
 
 __all__ = ["MANUAL_KEEP", "RECENT_RUNS", "Busy", "Dispatched", "RunManager", "run_manager"]
@@ -123,7 +127,9 @@ class RunManager:
             rows=lambda: [row for run in list(self._runs.values()) if (row := run.checkpoint())],
             alive=lambda: [run.run_id for run in list(self._runs.values())],
         )
-        self.sweeper = Sweeper(timings.sweep, timings.stale, then=self.resume_ready)
+        self.sweeper = Sweeper(
+            timings.sweep, timings.stale, then=self.go_on, closed=self.interrupted
+        )
 
     # -- runs and subscribers -----------------------------------------------------------------
 
@@ -343,6 +349,54 @@ class RunManager:
                 await self.resume(owner_id, conversation_id, run_id)
             except Exception:  # noqa: BLE001 - one run that cannot go on must not stop the rest
                 logger.warning("run %s could not go on after its approvals", run_id, exc_info=True)
+
+    async def go_on(self) -> None:
+        """The sweep's part after approvals: paused runs whose calls are all decided go on,
+        and so do messages a crash left waiting (their conversation's run was closed)."""
+        await self.resume_ready()
+        for conversation_id, owner_id in await in_thread(stranded)():
+            await self.next_from_pending(owner_id, conversation_id, waiting=True)
+
+    async def interrupted(self, closed: list[Interrupted]) -> None:
+        """Tell every follower of the runs a crash closed that they ended: each run's stored
+        ``finish``, to every process. A lost worker's run goes on as a new one (here, or on
+        a worker), named in that frame."""
+        for run in closed:
+            frame = run.frame
+            if run.worker:
+                found = await in_thread(takeovers)(run_id=run.run_id)
+                started = await self.continue_interrupted(found[0]) if found else None
+                if started is not None:
+                    frame = {**frame, "continued_by": started.run_id}
+            self.publish(run.conversation_id, frame)
+
+    async def continue_interrupted(self, takeover: Takeover) -> ActiveRun | Dispatched | None:
+        """Continue an interrupted run as a new one: it answers on from the history, after
+        telling every tab what the interruption kept; the interrupted run's ``finish`` names
+        it. ``None`` if it could not start (a later start took the conversation, or its
+        profile cannot run)."""
+        try:
+            started = await self.start(
+                user_id=takeover.user_id, conversation_id=takeover.conversation_id, content=None
+            )
+        except Exception:  # noqa: BLE001 - Busy and the rest: nothing to continue here
+            logger.info("run %s was not continued", takeover.run_id, exc_info=True)
+            return None
+        await in_thread(name_continuation)(takeover.run_id, started.run_id)
+        if isinstance(started, ActiveRun):
+            messages = started.session.agent.context.messages.messages()
+            last = messages[-1] if messages else None
+            if takeover.partial and last is not None and last.role == "assistant":
+                # The partial answer was stored by the sweep, which no tab heard of.
+                started.emit(CommittedFrame, messages=committed_payload([last]))
+            started.emit(
+                NoticeFrame,
+                code=CONTINUED,
+                message="The worker writing the answer was lost; another goes on from what "
+                "it had saved.",
+            )
+        logger.info("run %s continued as run %s", takeover.run_id, started.run_id)
+        return started
 
     def abort(self, conversation_id: str, reason: str = "stopped by user") -> bool:
         """Stop the conversation's run (its partial answer is kept); whether one was running."""

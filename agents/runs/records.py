@@ -15,15 +15,13 @@ from conversations.approvals import Decided, take_decisions
 from conversations.branches import Redo, start_alternative
 from conversations.models import Conversation, Run
 from conversations.pending import has_pending, merged, take_pending
-from conversations.services import UNFINISHED, fill_tool_results
+from conversations.services import UNFINISHED, context_readout, fill_tool_results
 from conversations.stores import DjangoConversationStore
-from conversations.writer import Thought, write_thinking
 from orkestrel.core import (
     AgentResult,
     ConversationSnapshot,
     Message,
     TokenUsage,
-    create_conversation,
 )
 from orkestrel.protocol import MessagePayload, UsagePayload, usage_payload
 from orkestrel.statements import Query, insert, prep, update
@@ -51,6 +49,7 @@ from .errors import (
     UnknownProfile,
     UnknownToolCall,
 )
+from .interruptions import ends_interrupted, interrupt, interrupted_frame
 from .payloads import committed_payload
 
 __all__ = [
@@ -65,7 +64,6 @@ __all__ = [
     "stored_events",
     "finish_run",
     "prepare_run",
-    "recover_interrupted",
     "retryable",
     "save_checkpoints",
     "save_events",
@@ -212,7 +210,17 @@ def stored_events(run_id: int) -> list[dict[str, Any]] | None:
         return []
     if row["status"] in ("queued", "running"):
         return None
-    return list(row["events"] or [])
+    events = list(row["events"] or [])
+    if row["status"] == Run.Status.INTERRUPTED and not (events and ends_interrupted(events[-1])):
+        # Closed before its ``finish`` was stored with it (an earlier release): made up here.
+        events.append(_interrupted_end(run_id, len(events) + 1))
+    return events
+
+
+def _interrupted_end(run_id: int, seq: int) -> dict[str, Any]:
+    run = Run.objects.select_related("conversation__owner").get(id=run_id)
+    meter = context_readout(user=run.conversation.owner, conversation_id=run.conversation_id)
+    return interrupted_frame(run_id, seq, run.content, run.thinking, meter)
 
 
 def save_events(run_id: int, frames: list[dict[str, Any]]) -> None:
@@ -332,7 +340,9 @@ def _free_stale_slot(conversation_id: str, stale: float) -> bool:
     with transaction.atomic():
         for run in Run.objects.filter(conversation_id=conversation_id, status__in=ACTIVE):
             if run.heartbeat is None or run.heartbeat < cutoff:
-                _interrupt(run)
+                # Its ``finish`` is stored for replays; the run that starts now is what live
+                # followers see next.
+                interrupt(run)
                 closed = True
     return closed
 
@@ -494,40 +504,3 @@ def _seed_run(
     except _SlotTaken:
         raise Busy("a reply is still running in this conversation") from None
     return LoadedSession(spec, stored, {"id": workspace_id, "files": []}), run_id
-
-
-def recover_interrupted(stale: float = 0.0) -> int:
-    """Close runs whose process died as ``interrupted``, keeping their text; how many.
-
-    A run is dead when its heartbeat is older than ``stale`` seconds (``0``: every unfinished
-    run, for a start-up with no other server running). The partial answer (last checkpoint)
-    joins the conversation as an assistant message.
-    """
-    cutoff = timezone.now() - timedelta(seconds=stale)
-    closed = 0
-    dead = Run.objects.filter(status__in=ACTIVE).filter(
-        Q(heartbeat__isnull=True) | Q(heartbeat__lt=cutoff)
-    )
-    for run in dead:
-        with transaction.atomic():
-            _interrupt(run)
-        closed += 1
-    return closed
-
-
-def _interrupt(run: Run) -> None:
-    # Only if still active: another process may have closed it meanwhile.
-    if not Run.objects.filter(id=run.id, status__in=ACTIVE).update(
-        status="interrupted", stop_reason="interrupted", finished=timezone.now()
-    ):
-        return
-    if run.content:
-        store = DjangoConversationStore()
-        snapshot = store.get_sync(str(run.conversation_id))
-        if snapshot is not None:
-            conversation = create_conversation(snapshot=snapshot)
-            message = conversation.add({"role": "assistant", "content": run.content})
-            store.set_sync(conversation.snapshot())
-            if run.thinking:
-                # The checkpoint's reasoning is the in-flight answer's (its duration unknown).
-                write_thinking(run.conversation_id, {message.id: Thought(run.thinking)})

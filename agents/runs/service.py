@@ -46,6 +46,7 @@ from .commands import Compact, Continue, LoadSkill, Say
 from .errors import Busy
 from .follow import follow_remote
 from .groups import is_shared, join_group
+from .interruptions import replayed
 from .manager import RunManager, run_manager
 from .payloads import compaction_payload
 from .records import (
@@ -368,7 +369,7 @@ class RunService:
         while True:
             events = await in_thread(stored_events)(run_id)
             if events is not None:
-                for frame in events[after:]:
+                for frame in replayed(events, after):
                     yield frame
                 return
             await asyncio.sleep(POLL_SECONDS)

@@ -27,7 +27,6 @@ from django.conf import settings
 
 from orkestrel.celery import WorkerLoop, app, stop_worker_loop, worker_loop
 from orkestrel.db import in_thread
-from orkestrel.protocol import CommittedFrame, NoticeFrame
 
 from ..runtime.spec import load_session
 from .active import ActiveRun
@@ -35,17 +34,22 @@ from .errors import StartFailed
 from .fanout import spawn
 from .handoff import Handoff
 from .manager import RunManager
-from .payloads import committed_payload
 from .records import finish_run
 from .timings import DEFAULT_TIMINGS
-from .workers import RUN_CHAT, WORKER_HOLDER, Takeover, claim_run, closed_runs, takeovers
+from .workers import (
+    CONTINUED,
+    RUN_CHAT,
+    WORKER_HOLDER,
+    Takeover,
+    claim_run,
+    closed_runs,
+    takeovers,
+)
 
 __all__ = ["CONTINUED", "RunWorker", "run_chat", "run_worker"]
 
 logger = logging.getLogger(__name__)
 
-# The notice a continued run sends after its ``started`` frame (and the kept partial answer).
-CONTINUED = "run_continued"
 STALE_SECONDS = 10.0
 # Frames of a worker's runs gather this long before they cross the layer (``RunTimings``), in
 # one message per listening web process: ``bench/relay.py --runs-on workers`` measured (200
@@ -112,31 +116,10 @@ class RunWorker:
         return "ran"
 
     async def take_over(self, takeover: Takeover) -> ActiveRun | None:
-        """Continue an interrupted run as a new one here: it answers on from the history,
-        after telling every tab what the interruption kept. ``None`` if it could not start
-        (a later start took the conversation, or its profile cannot run)."""
-        try:
-            started = await self.manager.start(
-                user_id=takeover.user_id, conversation_id=takeover.conversation_id, content=None
-            )
-        except Exception:  # noqa: BLE001 - Busy and the rest: nothing to continue here
-            logger.info("run %s was not continued", takeover.run_id, exc_info=True)
-            return None
-        if not isinstance(started, ActiveRun):
-            return None  # never: a worker's manager runs its runs itself
-        messages = started.session.agent.context.messages.messages()
-        last = messages[-1] if messages else None
-        if takeover.partial and last is not None and last.role == "assistant":
-            # The partial answer was stored by the sweep, which no tab heard of.
-            started.emit(CommittedFrame, messages=committed_payload([last]))
-        started.emit(
-            NoticeFrame,
-            code=CONTINUED,
-            message="The worker writing the answer was lost; another goes on from what it "
-            "had saved.",
-        )
-        logger.info("run %s continued as run %s", takeover.run_id, started.run_id)
-        return started
+        """Continue an interrupted run as a new one here (``RunManager.continue_interrupted``);
+        ``None`` if it could not start."""
+        started = await self.manager.continue_interrupted(takeover)
+        return started if isinstance(started, ActiveRun) else None
 
     async def _sweep(self) -> None:
         every = self.manager.timings.sweep

@@ -50,6 +50,7 @@ from .payloads import reason_text
 from .records import prepare_run
 
 __all__ = [
+    "CONTINUED",
     "QUEUE_LEASE",
     "RUN_CHAT",
     "TAKEOVERS",
@@ -68,6 +69,8 @@ __all__ = [
     "takeovers",
 ]
 
+# The notice a continued run sends after its ``started`` frame (and the kept partial answer).
+CONTINUED = "run_continued"
 # The Celery task that runs one run (``agents.runs.tasks``), sent by name.
 RUN_CHAT = "agents.runs.run"
 # A worker's runs are held as ``worker:<owner>``: the takeover sweep looks only at those.

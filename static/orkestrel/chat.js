@@ -496,7 +496,11 @@ const handlers = {
     }
     if (run) run.finish(result, note);
     showUsage(null, result.usage);
-    if (result.partial) showRunNote({ id: frame.run, status: "partial", stop_reason: run?.aborted || result.stop });
+    if (result.partial) {
+      // A run whose server process died ends on a finish too: say so, as a reload would.
+      const status = result.stop === "interrupted" ? "interrupted" : "partial";
+      showRunNote({ id: frame.run, status, stop_reason: run?.aborted || result.stop });
+    }
     // The meter follows the history even when the model reported no usage (a stopped turn).
     showContext(frame.context);
     tracker.settle(frame.run);

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from agents.models import AgentProfile, ProviderEndpoint, Tool
-from agents.runs import recover_interrupted
+from agents.runs import close_interrupted
 from agents.runtime.registry import builtin_tools
 
 
@@ -67,7 +67,8 @@ class Command(BaseCommand):
         parser.add_argument("--username", default="admin")
 
     def handle(self, *args: Any, username: str, **options: Any) -> None:
-        closed = recover_interrupted()
+        # Their messages sent meanwhile start the next run once the server runs (its sweep).
+        closed = len(close_interrupted())
         if closed:
             self.stdout.write(f"Closed {closed} interrupted run(s), keeping their partial text.")
         if ensure_demo_profile() is not None:

@@ -14,7 +14,8 @@ from django.utils import timezone
 from agents.models import AgentProfile, ProviderEndpoint, bump_config_revision
 from agents.runs import Busy, RunManager, RunService, RunTimings
 from agents.runs.errors import StartFailed, TooManyRuns
-from agents.runs.records import finish_run, recover_interrupted, save_checkpoints
+from agents.runs.interruptions import close_interrupted
+from agents.runs.records import finish_run, save_checkpoints
 from conversations.models import Conversation, Message, Run
 from tests.providers.server import Reply, StubServer, sse
 
@@ -171,7 +172,7 @@ def test_the_sweep_closes_only_runs_whose_heartbeat_is_stale(user, conversation)
     stale = _dead_run(conversation)
     other = Conversation.objects.create(owner=user, profile=conversation.profile)
     fresh = _dead_run(other, beat=timedelta(0))
-    assert recover_interrupted(stale=10.0) == 1
+    assert len(close_interrupted(stale=10.0)) == 1
     assert Run.objects.get(id=stale.id).status == "interrupted"
     assert Run.objects.get(id=fresh.id).status == "running"
 

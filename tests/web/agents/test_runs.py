@@ -6,7 +6,7 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents.runs import RunManager, RunService, RunTimings, recover_interrupted
+from agents.runs import RunManager, RunService, RunTimings, close_interrupted
 from agents.runs.records import close_run, owned_run
 from conversations.models import AuthorityDecision, Message, Run
 from conversations.pending import queue_pending
@@ -153,7 +153,7 @@ def test_unfinished_runs_are_closed_as_interrupted_keeping_their_text(user, conv
     convo.add({"role": "user", "content": "question"})
     store.set_sync(convo.snapshot())
     Run.objects.create(conversation=conversation, status="running", content="half an ans")
-    assert recover_interrupted() == 1
+    assert len(close_interrupted()) == 1
     run = Run.objects.get(conversation=conversation)
     assert run.status == "interrupted"
     contents = list(

@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from agents.runs.records import recover_interrupted
+from agents.runs.interruptions import close_interrupted
 from conversations.models import Message, Run
 from conversations.stores import DjangoConversationStore
 
@@ -106,7 +106,7 @@ def _dead_run(conversation) -> Run:
 
 async def test_an_interrupted_answer_keeps_its_checkpointed_thinking(user, conversation, manager):
     await sync_to_async(_dead_run)(conversation)
-    assert await sync_to_async(recover_interrupted)(60.0) == 1
+    assert len(await sync_to_async(close_interrupted)(60.0)) == 1
     _, state = await connect(user, conversation)
     (kept,) = assistants(state["messages"])
     assert (kept["content"], kept["thinking"], kept["thinking_ms"]) == (
