@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
@@ -39,10 +41,12 @@ from orkestrel.protocol import (
     StateFrame,
     parse_client_frame,
 )
+from orkestrel.storable import first_fault
 
 from .framing import MAX_OUTGOING_BYTES, fitted
 from .runs import Busy, RunManager, RunService, is_shared, run_manager
 from .runs.errors import NothingToContinue, StartFailed, TooManyRuns
+from .runs.interruptions import ends_interrupted
 from .runs.service import Compacted
 from .runs.submissions import Repeat
 from .runtime.skills import UnknownSkill
@@ -126,6 +130,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         async def deliver(frame: dict[str, Any]) -> None:
             if not live:
                 pending.append(frame)
+            elif ends_interrupted(frame):
+                # A run whose process died: this socket may have seen frames past its end's
+                # number, so the client rebuilds from what is committed (the partial answer).
+                await self.send_json(frame)
+                self._resync = asyncio.ensure_future(self._send_state())
             elif not self._stale(frame):
                 await self.send_json(frame)
 
@@ -162,6 +171,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             frame = parse_client_frame(text_data, Limits.from_settings())
         except FrameError as error:
             await self._refuse(error.code, str(error))
+            return
+        # Every string of a frame may reach a column (a message, a reason, a tool's arguments).
+        fault = first_fault(dataclasses.asdict(frame))
+        if fault is not None:
+            await self._refuse("invalid", f"{frame.type}: {fault.message}")
             return
         try:
             await self._dispatch(frame)

@@ -25,6 +25,7 @@ from django.db import transaction
 from agents.models import AgentProfile
 from orkestrel.core import is_message
 from orkestrel.core.messages import MessageInput
+from orkestrel.storable import first_fault
 
 from .models import Conversation
 from .services import User, create_conversation, enabled_profiles, get_conversation
@@ -85,6 +86,10 @@ def _parse(lines: list[str]) -> list[dict[str, Any]]:
             raise _invalid(number, "not valid JSON") from None
         if not isinstance(record, dict) or not isinstance(record.get("type"), str):
             raise _invalid(number, "a record is a JSON object with a string type")
+        # Every string of a record reaches a column (or a query: the profile's slug).
+        fault = first_fault(record)
+        if fault is not None:
+            raise _invalid(number, fault.message)
         records.append(record)
         if len(records) > MAX_RECORDS:
             raise _invalid(number, f"at most {MAX_RECORDS} records")

@@ -15,6 +15,7 @@ from agents.jobs.asgi import RestoreJobs  # noqa: E402
 from agents.origins import SameOriginValidator  # noqa: E402
 from agents.routing import websocket_urlpatterns  # noqa: E402
 from agents.socket_auth import socket_auth_stack  # noqa: E402
+from orkestrel.request_gate import RequestGate  # noqa: E402
 from orkestrel.request_threads import RequestThreads  # noqa: E402
 
 # Jobs a previous process left unfinished are restored when this one serves its first
@@ -22,8 +23,9 @@ from orkestrel.request_threads import RequestThreads  # noqa: E402
 application = RestoreJobs(
     ProtocolTypeRouter(
         {
-            # Each request's sync work on a kept thread, not a new one per request.
-            "http": RequestThreads(django_asgi_app),
+            # A body over the limit or a URL with unstorable text refused unread (the gate);
+            # each request's sync work on a kept thread, not a new one per request.
+            "http": RequestGate(RequestThreads(django_asgi_app)),
             "websocket": SameOriginValidator(socket_auth_stack(URLRouter(websocket_urlpatterns))),
         }
     )

@@ -21,7 +21,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotAcceptable
-from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
+from rest_framework.parsers import BaseParser, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,6 +31,7 @@ from conversations import files
 from . import examples
 from .base import JsonErrors
 from .errors import Conflict
+from .parsers import JSONParser
 from .schema import ApiSchema
 from .workspace_serializers import (
     FileDetailSerializer,

@@ -13,7 +13,8 @@ from typing import Any, cast
 from jsonschema import Draft202012Validator, SchemaError
 
 from orkestrel.core import ThinkingLevel, ToolDefinition
-from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image, encodable
+from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
+from orkestrel.storable import TOO_DEEP, first_fault, problem
 
 from ..runtime.overrides import Sampling
 from .errors import bad_request
@@ -29,6 +30,7 @@ __all__ = [
     "number",
     "object_field",
     "sampling",
+    "storable",
     "string",
     "text",
     "boolean",
@@ -72,12 +74,24 @@ def _wrong(param: str, wanted: str, value: object) -> Exception:
     )
 
 
+def storable(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The request body, once every string in it may be stored and it nests no deeper than
+    ``orkestrel.storable.MAX_DEPTH`` (a ``400`` naming the first string that may not)."""
+    fault = first_fault(body)
+    if fault is None:
+        return body
+    if fault.problem == TOO_DEEP:
+        raise bad_request(fault.message, code="invalid_json")
+    raise bad_request(fault.message, fault.param or None, "invalid_text")
+
+
 def text(value: object, param: str) -> str:
-    """A string that is valid Unicode."""
+    """A string the database can hold (no NUL, no lone surrogate)."""
     if not isinstance(value, str):
         raise _wrong(param, "a string", value)
-    if not encodable(value):
-        raise bad_request(f"'{param}' holds an unpaired surrogate.", param)
+    found = problem(value)
+    if found is not None:
+        raise bad_request(f"'{param}' holds {found}.", param, "invalid_text")
     return value
 
 

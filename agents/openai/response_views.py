@@ -29,6 +29,7 @@ from orkestrel.protocol import Limits
 from ..models import AgentProfile
 from ..runs import run_service
 from ..runtime.client_tools import PENDING_CONTENT
+from . import fields
 from .access import Caller, authenticate
 from .endpoint import (
     KEEP_ALIVE,
@@ -76,7 +77,7 @@ def _continued(user_id: int, model: str, previous: str) -> Continuation:
 async def create_response(request: HttpRequest) -> HttpResponseBase:
     """Run the profile on the new input; the response whole, or as its stream of events."""
     caller = await authenticate(request)
-    asked = parse_responses_request(json_body(request), Limits.from_settings())
+    asked = parse_responses_request(fields.storable(json_body(request)), Limits.from_settings())
     continuation = None
     if asked.previous is not None:
         continuation = await in_thread(_continued)(caller.user_id, asked.model, asked.previous)

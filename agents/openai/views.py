@@ -14,6 +14,7 @@ from orkestrel.db import in_thread
 from orkestrel.protocol import Limits
 
 from ..models import AgentProfile
+from . import fields
 from .access import authenticate
 from .chat_request import parse_chat_request
 from .completions import DONE, Completion, error_chunk
@@ -75,7 +76,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     """Run the profile named by ``model`` on the request's messages; the answer whole or as
     ``chat.completion.chunk`` events."""
     caller = await authenticate(request)
-    chat = parse_chat_request(json_body(request), Limits.from_settings())
+    chat = parse_chat_request(fields.storable(json_body(request)), Limits.from_settings())
     handle = await start_run(
         caller,
         model=chat.model,
