@@ -20,6 +20,11 @@ TEST_WORKERS ?= 3
 # they get this one unless SECRET_KEY is already set. Never use it for a server.
 TEST_SECRET_KEY := orkestrel-tests-only-c4f1e0b27d9a4c6e8b3f5a1d7e2c9b60-not-for-any-server
 
+# Daphne (``orkestrel.server``: websocket faults close with a code) takes websocket messages,
+# and frames (a browser sends a message as one frame), of up to 32 MiB; the app answers a frame
+# over 1 MiB with a ``too_large`` error frame, and the server closes over 32 MiB with 1009.
+WEBSOCKET_LIMITS := --websocket-max-message-size 33554432 --websocket-max-frame-size 33554432
+
 .PHONY: run up test lint format lint-imports bench audit secret-key clean
 
 $(VENV)/.created:
@@ -49,7 +54,7 @@ secret-key: $(VENV)/.created
 run: $(VENV)/.runtime secret-key
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) --websocket-max-message-size 33554432 orkestrel.asgi:application
+	$(PY) -m orkestrel.server -b $(HOST) -p $(PORT) $(WEBSOCKET_LIMITS) orkestrel.asgi:application
 
 # Two web processes and two Celery workers on PostgreSQL and Redis (README, "Running several
 # processes"): DATABASE_URL, REDIS_URL and CELERY_BROKER_URL default to the local services;

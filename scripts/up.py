@@ -7,7 +7,8 @@ them stops them all: ``SIGTERM`` to every group, a grace period, then ``SIGKILL`
 left (a second Ctrl-C skips the grace). A process that died makes it exit 1, naming it.
 
 Stdlib only, run with the project's Python (``.venv/bin/python scripts/up.py``): the processes
-it starts are the virtualenv's ``daphne`` and ``celery``, beside that Python.
+it starts are the virtualenv's Daphne (``python -m orkestrel.server``, as ``make run`` starts
+it) and ``celery``, beside that Python.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ from typing import IO
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+# As ``make run`` (the Makefile's WEBSOCKET_LIMITS): websocket messages and frames to 32 MiB.
+WEBSOCKET_LIMITS = (
+    "--websocket-max-message-size",
+    "33554432",
+    "--websocket-max-frame-size",
+    "33554432",
+)
 # What each process reads, when the environment does not say: the local services that .ci/run
 # points the suite at (the broker on another Redis database than the channel layer).
 DEFAULTS = {
@@ -317,7 +325,14 @@ def preparations(env: dict[str, str]) -> list[Command]:
 
 def services(host: str, port: int, web: int, workers: int) -> list[Command]:
     """``web`` Daphne processes on consecutive ports from ``port``, and ``workers`` workers."""
-    daphne = (str(BIN / "daphne"), "-b", host, "--websocket-max-message-size", "33554432")
+    daphne = (
+        str(BIN / "python"),
+        "-m",
+        "orkestrel.server",
+        "-b",
+        host,
+        *WEBSOCKET_LIMITS,
+    )
     commands = [
         Command(f"web-{n}", (*daphne, "-p", str(port + n - 1), "orkestrel.asgi:application"))
         for n in range(1, web + 1)

@@ -76,7 +76,7 @@ def test_make_run_writes_the_secret_key_before_it_migrates_and_serves(checkout):
     steps = done.stdout
     assert "secrets.token_urlsafe" in steps and "manage.py migrate" in steps
     assert steps.index("secrets.token_urlsafe") < steps.index("manage.py migrate")
-    assert steps.index("manage.py migrate") < steps.index("daphne")
+    assert steps.index("manage.py migrate") < steps.index("-m orkestrel.server")
 
 
 def test_make_audit_says_plainly_when_it_cannot_reach_the_database(checkout):

@@ -153,17 +153,25 @@ def _server_env(database: Path) -> dict[str, str]:
     return env
 
 
-def _daphne() -> str:
-    beside = Path(sys.executable).with_name("daphne")
-    return str(beside if beside.exists() else REPO / ".venv" / "bin" / "daphne")
+# The server as ``make run`` starts it (the Makefile's WEBSOCKET_LIMITS).
+SERVER = (
+    sys.executable,
+    "-m",
+    "orkestrel.server",
+    "--websocket-max-message-size",
+    "33554432",
+    "--websocket-max-frame-size",
+    "33554432",
+)
 
 
 def start_daphne(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """A plain ``daphne`` serving the project with ``env``, once it answers ``/healthz``."""
+    """The project's Daphne (``orkestrel.server``) serving it with ``env``, once it answers
+    ``/healthz``."""
     port = _free_port()
     with log.open("ab") as sink:
         process = subprocess.Popen(
-            [_daphne(), "-b", "127.0.0.1", "-p", str(port), "orkestrel.asgi:application"],
+            [*SERVER, "-b", "127.0.0.1", "-p", str(port), "orkestrel.asgi:application"],
             cwd=REPO,
             env=env,
             stdout=sink,
