@@ -30,6 +30,7 @@ from conversations.services import default_profile, enabled_profiles
 
 from ..jobs import JobRequest, JobSettled, job_service
 from ..models import AgentJob, AgentProfile
+from ..runtime.caps import MAX_BUDGET, AboveCap, Bounds, Caps
 from ..runtime.progress import Progress, ProgressPayload
 from . import examples
 from .base import JsonErrors, user_id
@@ -38,7 +39,7 @@ from .serializers import UsageSerializer
 
 __all__ = ["JobCreateSerializer", "JobSerializer", "JobViewSet", "urlpatterns"]
 
-# Bounds of a request: the profile's own bounds cap what an operator allows a run.
+# Bounds of any request; the profile's own bounds cap them further (``runtime.caps``).
 MAX_JOB_MESSAGES = 500
 MAX_LIMIT = 100
 MAX_TIMEOUT = 3600.0
@@ -108,7 +109,8 @@ class JobCreateSerializer(serializers.Serializer[Any]):
     """A job: a profile, the input messages, an optional system prompt and run options.
 
     Omitted options (or ``null``) take the profile's own: its step limit, timeout and
-    token budget. ``system`` is added after the profile's system prompt.
+    token budget. Given ones may lower the profile's, never raise them: one above its cap is
+    a field error naming the cap. ``system`` is added after the profile's system prompt.
     """
 
     profile = UsableProfileField(
@@ -122,13 +124,24 @@ class JobCreateSerializer(serializers.Serializer[Any]):
         required=False, allow_null=True, allow_blank=True, trim_whitespace=False
     )
     limit = StrictIntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_LIMIT, help_text="Most turns."
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_LIMIT,
+        help_text="Most turns; at most the profile's step limit.",
     )
     timeout = StrictFloatField(
-        required=False, allow_null=True, max_value=MAX_TIMEOUT, help_text="Seconds (> 0)."
+        required=False,
+        allow_null=True,
+        max_value=MAX_TIMEOUT,
+        help_text="Seconds (> 0); at most the profile's timeout.",
     )
     budget = StrictIntegerField(
-        required=False, allow_null=True, min_value=1, help_text="Most tokens (total)."
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_BUDGET,
+        help_text="Most tokens (total); at most the profile's token budget, when it has one.",
     )
     allow_partial = StrictBooleanField(
         required=False, default=False, help_text="A cancelled or exhausted run is a result."
@@ -167,6 +180,15 @@ class JobCreateSerializer(serializers.Serializer[Any]):
                     {"profile": ["No enabled agent profile; an operator must create one."]}
                 )
             attrs["profile"] = profile
+        asked = Bounds(
+            limit=attrs.get("limit"), timeout=attrs.get("timeout"), budget=attrs.get("budget")
+        )
+        try:
+            Caps.of(attrs["profile"]).check(asked)
+        except AboveCap as error:
+            raise serializers.ValidationError(
+                {excess.bound: [excess.message] for excess in error.excesses}, code=error.code
+            ) from None
         return attrs
 
 
@@ -306,7 +328,9 @@ class JobViewSet(JsonErrors, viewsets.GenericViewSet[AgentJob]):
             "else in the server process) with the profile's provider, tools, authority, scope "
             "and instructions. Answers `202` with the job once it is stored; poll "
             "`GET /api/jobs/{id}/` for its result. A job survives a server or worker restart: "
-            "it runs again from its last attempt."
+            "it runs again from its last attempt. `limit`, `timeout` and `budget` may lower the "
+            "profile's step limit, timeout and token budget, never raise them: a value above "
+            "the profile's is a `400` naming its cap."
         ),
         request=examples.body(JobCreateSerializer, examples.NEW_JOB),
         responses={

@@ -2,7 +2,8 @@
 
 A child is an agent job like any other (on the workers when they are configured, else in the
 process running its parent), on a profile its parent's profile may delegate to and the user
-may use, with the parent's bounds left (``agents.runtime.builtins.delegate``), as deep as
+may use, with the parent's bounds left (``agents.runtime.builtins.delegate``) lowered to the
+child's profile's own caps (``agents.runtime.caps``), as deep as
 ``ORKESTREL["DELEGATE_MAX_DEPTH"]`` (2: a child may delegate once more). It runs with partial
 answers allowed: a child cut short by the shared budget still reports what it has.
 
@@ -28,6 +29,7 @@ from orkestrel.db import in_thread
 from ..models import AgentJob, AgentProfile
 from ..runtime.builtins import delegate
 from ..runtime.builtins.delegate import ChildState, Delegated, Delegation, ParentBounds
+from ..runtime.caps import Bounds, Caps
 from ..runtime.progress import Progress
 from ..runtime.registry import BuiltinTool, ToolContext, ToolRegistry, builtin_tools
 from .records import JobRequest, JobSpec, tree_usage
@@ -97,8 +99,9 @@ class Parent:
 
 
 def child_request(parent: Parent, delegation: Delegation) -> JobRequest:
-    """The child job a parent's call asks for; ``PermissionError`` or ``LookupError`` if the
-    tree is as deep as allowed or the profile is not one the parent may delegate to."""
+    """The child job a parent's call asks for, within what the parent has left and its own
+    profile's caps; ``PermissionError`` or ``LookupError`` if the tree is as deep as allowed
+    or the profile is not one the parent may delegate to."""
     limit = max_depth()
     if parent.depth >= limit:
         raise PermissionError(f"delegation goes at most {limit} levels deep")
@@ -118,11 +121,14 @@ def child_request(parent: Parent, delegation: Delegation) -> JobRequest:
     )
     if target is None:
         raise LookupError(f"{delegation.profile!r} is not a profile this agent may delegate to")
+    # What the parent has left, lowered to the child's own profile: a child never gets more
+    # than its operator allows, however much its parent had.
+    bounds = Caps.of(target).clamp(Bounds(budget=delegation.budget, timeout=delegation.timeout))
     return JobRequest(
         profile=target,
         messages=[{"role": "user", "content": delegation.task}],
-        budget=delegation.budget,
-        timeout=delegation.timeout,
+        budget=bounds.budget,
+        timeout=bounds.timeout,
         allow_partial=True,
         parent=parent.job_id,
         depth=parent.depth + 1,

@@ -5,9 +5,10 @@ profile has a policy), so the kit's ``build`` resolves it through the registry's
 the kit's job format has no names for (the profile's scope, instructions and tools, a
 workspace) is added to the agent the kit built, from the same runtime pieces a chat session
 uses. The profile's defaults (system prompt, limit, timeout, token budget) are resolved at
-build time, so a restored job runs under the profile's configuration of that moment. The
-``delegate`` built-in is bound to the job here (``delegation.job_tools``), and the job's
-progress meter to each agent built (and, through a ``TextTap``, to the profile's provider).
+build time, so a restored job runs under the profile's configuration of that moment; a job's
+own bounds only lower the profile's (``runtime.caps``). The ``delegate`` built-in is bound to
+the job here (``delegation.job_tools``), and the job's progress meter to each agent built
+(and, through a ``TextTap``, to the profile's provider).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.conf import settings
 from orkestrel.core import AbortSignal, Agent, AgentJobInput, AgentRegistry, WorkspaceManager
 
 from ..authority import PolicyAuthority
+from ..runtime.caps import Bounds, Caps
 from ..runtime.progress import ProgressMeter, TextTap
 from ..runtime.providers import provider_for
 from ..runtime.registry import ToolContext
@@ -58,7 +60,8 @@ class ProfileRegistry(AgentRegistry):
         self.meter = meter
 
     def resolve(self, job: AgentJobInput | Mapping[str, Any]) -> AgentJobInput:
-        """``job`` with the profile's parts: its prompt first, its bounds unless overridden.
+        """``job`` with the profile's parts: its prompt first, its bounds as caps (a job's own
+        step limit, timeout and token budget may lower the profile's, never raise them).
 
         The profile's authority always applies: a job cannot name another one, nor none.
         """
@@ -74,11 +77,21 @@ class ProfileRegistry(AgentRegistry):
         )
         if system:
             resolved["system"] = system
-        resolved["limit"] = job["limit"] if job.get("limit") is not None else profile.limit
-        resolved["timeout"] = job["timeout"] if job.get("timeout") is not None else profile.timeout
-        budget = job.get("budget") if job.get("budget") is not None else profile.token_budget
-        if budget:
-            resolved["budget"] = budget
+        # Lowered to the profile's caps here, not only at the door: a job stored before an
+        # operator tightened its profile (or restored after) runs within the profile as it is.
+        bounds = Caps.of(profile).resolve(
+            Bounds(
+                limit=_integer(job.get("limit")),
+                timeout=_seconds(job.get("timeout")),
+                budget=_integer(job.get("budget")),
+            )
+        )
+        if bounds.limit is not None:
+            resolved["limit"] = bounds.limit
+        if bounds.timeout is not None:
+            resolved["timeout"] = bounds.timeout
+        if bounds.budget:
+            resolved["budget"] = bounds.budget
         if self.spec.config.policy is not None:
             resolved["authority"] = profile.slug
         return resolved
@@ -115,3 +128,14 @@ class ProfileRegistry(AgentRegistry):
         )
         for tool in tools.tools():
             context.tools.add(tool)
+
+
+def _integer(value: object) -> int | None:
+    # The kit validated the stored job: a bound is an integer or absent (``bool`` is not one).
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

@@ -2,7 +2,8 @@
 
 The OpenAI-compatible endpoints build these from a request; the chat and the REST API run
 with none. A run's overrides never loosen what the operator set: the profile's tools, authority
-rules, scope, limits and token budget still apply.
+rules, scope, limits and token budget still apply (``max_tokens`` is a completion cap beside the
+profile's budget; a run's bounds against a profile's caps: ``runtime.caps``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The child runs as an agent job (on Celery workers when they are configured), which is why the
 work of starting, following and stopping it belongs to a ``Delegator`` the job service gives
 (this layer sits below it). The child shares its parent's bounds: its token budget is what the
-parent has left and its timeout what is left of the parent's deadline; once it has settled,
+parent has left and its timeout what is left of the parent's deadline, each lowered further to
+its own profile's cap where that is less (``agents.runtime.caps``); once it has settled,
 everything its tree used is charged to the parent's budget. A parent that stops while the
 child runs (cancelled, timed out, out of budget, failed) cancels the child. The child's answer
 is the call's result; its job id goes to the tool card (``display``), never to the model.
