@@ -57,7 +57,15 @@ class ProviderEndpointAdmin(admin.ModelAdmin):
         ("Credentials", {"fields": ["api_key_env", "api_key_status"]}),
         (
             "Limits",
-            {"fields": ["connect_timeout", "first_token_timeout", "read_timeout", "max_retries"]},
+            {
+                "fields": [
+                    "connect_timeout",
+                    "first_token_timeout",
+                    "stream_idle_timeout",
+                    "read_timeout",
+                    "max_retries",
+                ]
+            },
         ),
         ("Prices", {"fields": ["prices"]}),
         ("History", {"fields": ["created", "updated"]}),

@@ -60,6 +60,17 @@ class ProviderEndpoint(models.Model):
         help_text="How soon the answer must begin after a request; a hung model is found in "
         "seconds, not after the read timeout. Empty: the read timeout only.",
     )
+    stream_idle_timeout = models.FloatField(
+        "stream idle timeout (s)",
+        default=30.0,
+        null=True,
+        blank=True,
+        validators=[validate_positive],
+        help_text="How long the answer may pause once it has begun; a model that stops "
+        "mid-answer ends the run in seconds, keeping the text so far, not after the read "
+        "timeout. Raise it for a model that goes silent to think mid-answer. Empty: the read "
+        "timeout only.",
+    )
     max_retries = models.PositiveSmallIntegerField(
         "max retries", default=2, validators=[MaxValueValidator(10)]
     )

@@ -33,6 +33,7 @@ def provider_for(
         "read_timeout": endpoint.read_timeout,
         "retries": endpoint.max_retries,
         "first_token_timeout": endpoint.first_token_timeout,
+        "stream_idle_timeout": endpoint.stream_idle_timeout,
         "name": f"{endpoint.name}/{model}",
     }
     client = shared_client(

@@ -227,6 +227,17 @@ def _number(field: str, value: object, *, allow_none: bool = False, minimum: flo
         raise ValueError(f"{field} must be a finite number >= {minimum}, not {value!r}")
 
 
+def _timeout(field: str, value: object) -> None:
+    """An optional bound on a wait: ``None`` (off) or a positive, finite number of seconds."""
+    if value is not None and (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{field} must be a positive number or None, not {value!r}")
+
+
 class HttpProviderOptions(TypedDict, total=False):
     """The constructor options every HTTP provider shares (see ``HttpProvider``)."""
 
@@ -246,6 +257,7 @@ class HttpProviderOptions(TypedDict, total=False):
     format: ContextFormat | None
     max_line_bytes: int
     first_token_timeout: float | None
+    stream_idle_timeout: float | None
     on_retry: RetryListener | None
 
 
@@ -276,6 +288,7 @@ class HttpProvider:
         format: ContextFormat | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
         first_token_timeout: float | None = None,
+        stream_idle_timeout: float | None = None,
         on_retry: RetryListener | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
@@ -309,15 +322,8 @@ class HttpProvider:
             raise TypeError(f"max_line_bytes must be an int, not {max_line_bytes!r}")
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be >= 1, not {max_line_bytes!r}")
-        if first_token_timeout is not None and (
-            isinstance(first_token_timeout, bool)
-            or not isinstance(first_token_timeout, int | float)
-            or first_token_timeout <= 0
-        ):
-            raise ValueError(
-                "first_token_timeout must be a positive number or None, "
-                f"not {first_token_timeout!r}"
-            )
+        _timeout("first_token_timeout", first_token_timeout)
+        _timeout("stream_idle_timeout", stream_idle_timeout)
         self._max_line = max_line_bytes
         # Told of each streamed tool call's pieces (``CallListener``); ``None``: nobody asks.
         self.on_call: CallListener | None = None
@@ -345,6 +351,7 @@ class HttpProvider:
             max_backoff=float(max_backoff),
             client=client,
             first_timeout=None if first_token_timeout is None else float(first_token_timeout),
+            idle_timeout=None if stream_idle_timeout is None else float(stream_idle_timeout),
             on_retry=on_retry,
         )
 
@@ -442,8 +449,9 @@ class HttpProvider:
 
         Raises:
             ProviderAbortError: the signal fired; ``partial`` holds what streamed so far.
-            ProviderError: HTTP failure, broken connection, malformed stream, or a line
-                longer than ``max_line_bytes``.
+            ProviderError: HTTP failure, broken connection, malformed stream, a line
+                longer than ``max_line_bytes``, or a stall (no answer within
+                ``first_token_timeout``, or a gap longer than ``stream_idle_timeout``).
         """
         if not isinstance(signal, AbortSignal):
             raise TypeError("signal must be an AbortSignal")

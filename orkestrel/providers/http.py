@@ -5,6 +5,10 @@ provider. ``ProviderHttp.open`` starts an ``Exchange``: a reader task sends the 
 retries 429 / 5xx answers and failed connects with backoff (honouring ``Retry-After``), then
 pushes the body's raw chunks into a buffer the provider drains with ``await exchange.next()``.
 
+Two clocks bound a model that hangs, tighter than the read timeout: ``first_timeout`` until
+the body's first chunk (a failed start, retried like a failed connect), then ``idle_timeout``
+between chunks (a stall mid-answer: the text so far stands, so it is not retried).
+
 Why a reader task: an abort must close the connection at once, even while the consumer is
 busy elsewhere. The signal's listener cancels the task (the transport then drops the socket)
 and wakes the consumer, which raises; nothing is left pending once ``aclose()`` returns.
@@ -90,6 +94,7 @@ class ProviderHttp:
         "backoff",
         "first_timeout",
         "headers",
+        "idle_timeout",
         "max_backoff",
         "on_retry",
         "provider",
@@ -111,12 +116,18 @@ class ProviderHttp:
         max_backoff: float,
         client: httpx.AsyncClient | None = None,
         first_timeout: float | None = None,
+        idle_timeout: float | None = None,
         on_retry: RetryListener | None = None,
     ) -> None:
         self.provider = provider
         # The answer's first byte must come this soon after the request (a hung model is
         # found in seconds, not after the read timeout); ``None``: only the read timeout.
         self.first_timeout = first_timeout
+        # Once the answer began, no gap between chunks may last longer: a model that stalls
+        # mid-answer frees its user in seconds, not after the read timeout (which must also
+        # allow for a long first token); ``None``: only the read timeout. Any bytes count,
+        # keep-alive pings too: a server that pings is alive, only slow.
+        self.idle_timeout = idle_timeout
         # Told before each retry's wait: (seconds, the error that caused it).
         self.on_retry = on_retry
         self.url = url
@@ -222,7 +233,19 @@ async def _read_excerpt(response: httpx.Response) -> str:
 class Exchange:
     """One streamed request: a reader task fills a chunk buffer the provider drains."""
 
-    __slots__ = ("_body", "_buffer", "_http", "_signal", "_task", "_waiter", "aborted", "status")
+    __slots__ = (
+        "_body",
+        "_buffer",
+        "_heard",
+        "_http",
+        "_loop",
+        "_signal",
+        "_stall",
+        "_task",
+        "_waiter",
+        "aborted",
+        "status",
+    )
 
     def __init__(self, http: ProviderHttp, body: bytes, signal: AbortSignal) -> None:
         self._http = http
@@ -231,11 +254,17 @@ class Exchange:
         self._buffer: deque[bytes | BaseException | None] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # The stall watch (``idle_timeout``): when the last chunk came (loop time), and the
+        # timer that looks again once that is ``idle_timeout`` old.
+        self._heard = 0.0
+        self._stall: asyncio.TimerHandle | None = None
         self.aborted = False
         self.status: int | None = None
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop = loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._run())
         self._signal.add_listener(self._on_abort)
 
     async def next(self) -> bytes | None:
@@ -293,6 +322,47 @@ class Exchange:
     def _push(self, item: bytes | BaseException | None) -> None:
         self._buffer.append(item)
         self._wake()
+
+    def _heard_chunk(self, chunk: bytes) -> None:
+        """Push a body chunk and restart the stall watch (armed by the first chunk).
+
+        One timer per ``idle_timeout`` that looks at the time of the last chunk, rather than
+        a timeout rescheduled on every chunk: a chunk then costs a clock read, not a timer.
+        """
+        self._push(chunk)
+        idle = self._http.idle_timeout
+        if idle is None:
+            return
+        loop = self._loop
+        assert loop is not None
+        self._heard = loop.time()
+        if self._stall is None:
+            self._stall = loop.call_at(self._heard + idle, self._check_stall)
+
+    def _check_stall(self) -> None:
+        """The stall watch rang: look again if a chunk came since, else end the stream.
+
+        It ends as an abort does (the reader cancelled, the socket dropped at once), with an
+        error behind the chunks already buffered: the consumer keeps the text so far, and the
+        reader, cancelled, retries nothing (a retry would stream the answer a second time).
+        """
+        idle = self._http.idle_timeout
+        loop = self._loop
+        assert idle is not None and loop is not None
+        due = self._heard + idle
+        if loop.time() < due:
+            self._stall = loop.call_at(due, self._check_stall)
+            return
+        self._stall = None
+        message = f"stream stalled: the model stopped sending for {idle:g} s"
+        self._push(self._http.error(message, status=self.status))
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def _stop_watch(self) -> None:
+        stall, self._stall = self._stall, None
+        if stall is not None:
+            stall.cancel()
 
     async def _run(self) -> None:
         try:
@@ -354,13 +424,14 @@ class Exchange:
                 if deadline is not None:
                     try:
                         async with asyncio.timeout_at(deadline):
-                            self._push(await anext(chunks))
+                            self._heard_chunk(await anext(chunks))
                     except StopAsyncIteration:
                         pass
                     except TimeoutError:
                         return http.error(f"no answer within {first:g} s", retryable=True), None
+                heard = self._push if http.idle_timeout is None else self._heard_chunk
                 async for chunk in chunks:
-                    self._push(chunk)
+                    heard(chunk)
             except httpx.TimeoutException as exc:
                 self._push(http.error(f"stream timed out ({type(exc).__name__})", status=status))
                 return None
@@ -371,4 +442,5 @@ class Exchange:
             self._push(_EOF)
             return None
         finally:
+            self._stop_watch()
             await response.aclose()

@@ -201,6 +201,11 @@ class OpenAIProvider(HttpProvider):
         format: The provider's preferred context framing.
         max_line_bytes: The longest stream line (or SSE event) accepted, in bytes (default
             ``MAX_LINE_BYTES``, 1 MiB); a longer one fails the call with a ``ProviderError``.
+        first_token_timeout: Seconds until the body's first chunk (``None``: the read timeout
+            only); a miss is retried like a failed connect.
+        stream_idle_timeout: Seconds any gap between chunks may last once the body began
+            (``None``: the read timeout only); a stall fails the call with a ``ProviderError``
+            after the deltas so far, and is not retried (the answer would stream twice).
         include_usage: Ask for usage with ``stream_options`` (turn off for servers that refuse).
     """
 

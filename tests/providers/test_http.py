@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -179,6 +180,59 @@ async def test_the_first_token_timeout_spares_an_answer_that_began_in_time(
     stub.enqueue(Reply(frames, pause=0.15))
     _, result = await collect(build(protocol, stub, first_token_timeout=0.5))
     assert result.content == "ab"
+
+
+async def test_a_model_that_stalls_mid_answer_ends_at_the_stream_idle_timeout_keeping_its_text(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    # Two deltas, then the connection stays open with nothing more: only the idle bound can
+    # end this before the 30 s read timeout. A second answer is scripted for a retry that
+    # must not happen (the text would stream twice).
+    stub.enqueue(
+        Reply(protocol.frames(["par", "tial"], False), hold=True),
+        Reply(protocol.frames(["again"], True)),
+    )
+    chosen = build(protocol, stub, stream_idle_timeout=0.3, read_timeout=30.0, retries=2)
+    seen: list[Any] = []
+    started = time.monotonic()
+    async with asyncio.timeout(10):
+        with pytest.raises(ProviderError) as caught:
+            async for item in chosen.stream([], create_abort().signal):
+                seen.append(item)
+    elapsed = time.monotonic() - started
+    assert seen == [ContentDelta("par"), ContentDelta("tial")]
+    assert "stream stalled: the model stopped sending for 0.3 s" in str(caught.value)
+    assert (caught.value.status, caught.value.retryable) == (200, False)
+    assert 0.3 <= elapsed < 2.5
+    assert (len(stub.requests), stub.pending) == (1, 1)
+    # The stalled connection was dropped, not left to the read timeout.
+    assert await asyncio.to_thread(stub.closed.wait, 2.0)
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def test_the_stream_idle_timeout_spares_a_steady_stream_longer_than_it(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    # Time is the contract: each gap (0.15 s) is under the bound, the whole answer is over it.
+    parts = ["a", "b", "c", "d", "e", "f"]
+    stub.enqueue(Reply(protocol.frames(parts, True), pause=0.15))
+    started = time.monotonic()
+    _, result = await collect(build(protocol, stub, stream_idle_timeout=0.5))
+    assert result.content == "abcdef"
+    assert time.monotonic() - started > 0.5
+
+
+async def test_the_stream_idle_timeout_starts_at_the_first_chunk_not_the_request(
+    protocol: Protocol, stub: StubServer
+) -> None:
+    # Headers at once, then the whole answer only after twice the idle bound: a slow start is
+    # the first-token timeout's to judge, not the idle one's.
+    gate = threading.Event()
+    stub.enqueue(Reply([b"".join(protocol.frames(["late", " but whole"], True))], gate=gate))
+    asyncio.get_running_loop().call_later(0.6, gate.set)
+    _, result = await collect(build(protocol, stub, stream_idle_timeout=0.3))
+    assert result.content == "late but whole"
+    assert gate.is_set()
 
 
 async def test_a_long_retry_after_is_capped_by_max_backoff(
@@ -389,6 +443,13 @@ async def test_a_supplied_client_is_used_and_left_open(
         ("backoff", float("nan")),
         ("headers", {"x": 1}),
         ("extra_body", ["x"]),
+        ("first_token_timeout", 0),
+        ("first_token_timeout", float("nan")),
+        ("stream_idle_timeout", 0),
+        ("stream_idle_timeout", -1.0),
+        ("stream_idle_timeout", float("inf")),
+        ("stream_idle_timeout", True),
+        ("stream_idle_timeout", "30"),
     ],
 )
 def test_bad_constructor_arguments_name_the_field(
