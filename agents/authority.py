@@ -19,7 +19,6 @@ from orkestrel.core import (
 )
 from orkestrel.core import AuthorityRule as CoreRule
 
-from .conditions import compile_matcher
 from .models import AuthorityPolicy, AuthorityRule
 
 __all__ = [
@@ -108,7 +107,7 @@ def _as_call(value: AuthorityContext | ToolCall | Mapping[str, Any]) -> ToolCall
 
 
 def _core_rule(row: AuthorityRule) -> CoreRule:
-    matcher = compile_matcher(row.tool_glob, row.conditions or {})
+    matcher = row.matcher()
     return CoreRule(
         match=lambda context: matcher(context.call.name, context.call.arguments),
         zone=row.zone,

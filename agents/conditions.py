@@ -4,26 +4,44 @@ A condition maps one argument name to exactly one test::
 
     {"equals": value}     the argument is present and equal to value (JSON equality: 1 != true)
     {"in": [v1, v2]}      the argument is present and equal to one of the values
-    {"pattern": "regex"}  the argument is present and ``re.search`` finds the regex in it
-                          (strings as they are; other values as their JSON text)
+    {"pattern": "regex"}  the argument is present and the regex (Python's ``re`` syntax) is
+                          found in it (strings as they are; other values as their JSON text)
     {"exists": bool}      the argument is present (true) or absent (false)
 
 Every condition must hold for the rule to match.
+
+A pattern is an operator's, but the text it searches is the model's: a pattern that
+backtracks without end on some argument would hold the event loop the call is decided on.
+So it runs on the ``regex`` engine with a deadline (``PATTERN_SECONDS``, the GIL released
+meanwhile), and a search that runs out of time fails closed: the condition holds for a rule
+that denies or asks (the call is held), and not for one that allows.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import regex as engine  # type: ignore[import-untyped]  # ships no type hints
 from django.core.exceptions import ValidationError
 
-__all__ = ["CONDITION_KINDS", "Matcher", "compile_matcher", "validate_conditions"]
+__all__ = [
+    "CONDITION_KINDS",
+    "PATTERN_SECONDS",
+    "Matcher",
+    "compile_matcher",
+    "validate_conditions",
+]
+
+logger = logging.getLogger(__name__)
 
 CONDITION_KINDS = ("equals", "in", "pattern", "exists")
+# How long one pattern condition may search one call's argument (on the event loop).
+PATTERN_SECONDS = 0.05
 
 Matcher = Callable[[str, Mapping[str, Any]], bool]
 _Test = Callable[[Mapping[str, Any]], bool]
@@ -73,8 +91,8 @@ def validate_conditions(value: Any) -> None:
                     params=params,
                 )
             try:
-                re.compile(operand)
-            except re.error as error:
+                _compile(operand)
+            except (engine.error, OverflowError, RecursionError, ValueError) as error:
                 raise ValidationError(
                     "The pattern on %(argument)s is not a valid regular expression: %(error)s",
                     code="regex",
@@ -104,7 +122,24 @@ def _text(value: Any) -> str:
         return str(value)
 
 
-def _test(argument: str, kind: str, operand: Any) -> _Test:
+def _compile(pattern: str) -> Any:
+    return engine.compile(pattern, engine.VERSION0)
+
+
+def _searcher(pattern: str, on_timeout: bool) -> Callable[[str], bool]:
+    compiled = _compile(pattern)
+
+    def found(text: str) -> bool:
+        try:
+            return compiled.search(text, concurrent=True, timeout=PATTERN_SECONDS) is not None
+        except TimeoutError:
+            logger.warning("pattern %r ran out of time; counted as %s", pattern, on_timeout)
+            return on_timeout
+
+    return found
+
+
+def _test(argument: str, kind: str, operand: Any, on_timeout: bool) -> _Test:
     if kind == "exists":
         return lambda args: (argument in args) is operand
     if kind == "equals":
@@ -112,18 +147,25 @@ def _test(argument: str, kind: str, operand: Any) -> _Test:
     if kind == "in":
         return lambda args: argument in args and any(_same(args[argument], v) for v in operand)
     if kind == "pattern":
-        regex = re.compile(operand)
-        return lambda args: argument in args and regex.search(_text(args[argument])) is not None
+        found = _searcher(operand, on_timeout)
+        return lambda args: argument in args and found(_text(args[argument]))
     raise ValueError(f"unknown condition kind {kind!r}")
 
 
-def compile_matcher(glob: str, conditions: Mapping[str, Any]) -> Matcher:
+def compile_matcher(
+    glob: str, conditions: Mapping[str, Any], *, on_timeout: bool = True
+) -> Matcher:
     """Compile a glob and conditions once into ``match(tool_name, arguments) -> bool``.
 
     The glob is case-sensitive (``fnmatchcase``): tool names are exact identifiers.
+    ``on_timeout`` is what a pattern condition that runs out of time counts as (``True``
+    for a rule that restricts, ``False`` for one that allows: either way, the safer verdict).
     """
     name = re.compile(fnmatch.translate(glob))
-    tests = [_test(argument, *next(iter(test.items()))) for argument, test in conditions.items()]
+    tests = [
+        _test(argument, *next(iter(test.items())), on_timeout)
+        for argument, test in conditions.items()
+    ]
 
     def match(tool_name: str, arguments: Mapping[str, Any]) -> bool:
         if name.match(tool_name) is None:

@@ -13,9 +13,10 @@
 Answers are JSON in the shape of the door asked: OpenAI's under ``/v1/``
 (``agents.openai.errors``), the API's (``agents.api.errors``) everywhere else.
 
-Under Daphne the server itself (Twisted's ``Request``) buffers a whole body, past 100 kB in a
-temporary file, before any application sees it: there the gate spares Django's second copy
-and answers without reading it, but the limit as bytes arrive is uvicorn's or hypercorn's.
+Under plain Daphne the server itself (Twisted's ``Request``) buffers a whole body, past 100 kB
+in a temporary file, before any application sees it; the server ``make run`` starts
+(``orkestrel.server``) refuses it there already, with these answers. Under another ASGI server
+(uvicorn, hypercorn) this gate is the one that refuses as bytes arrive.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
-from ..conditions import compile_matcher, validate_conditions
+from ..conditions import Matcher, compile_matcher, validate_conditions
 from ..validators import (
     validate_glob,
 )
@@ -120,6 +120,13 @@ class AuthorityRule(models.Model):
         """Whether a call this rule matches waits for a person's decision."""
         return self.verdict == self.Verdict.ASK
 
+    def matcher(self) -> Matcher:
+        """This rule's test of a call, compiled. A pattern that runs out of time on the
+        model's arguments fails closed: a rule that denies or asks applies, one that allows
+        does not."""
+        restricts = not self.allowed or self.asks
+        return compile_matcher(self.tool_glob, self.conditions or {}, on_timeout=restricts)
+
     def matches(self, name: str, arguments: Mapping[str, Any]) -> bool:
         """Whether this rule applies to a call of tool ``name`` with ``arguments``."""
-        return compile_matcher(self.tool_glob, self.conditions or {})(name, arguments)
+        return self.matcher()(name, arguments)

@@ -1,14 +1,18 @@
 """The server ``make run`` starts (``orkestrel.server``): a websocket frame over the app's
 limit gets a ``too_large`` error frame on a socket that stays open; one over the transport's
 limit closes the socket with ``1009`` (message too big) and its reason, not a dropped
-connection."""
+connection. A request body over the limit is refused as soon as the server can know it, not
+after it was taken in."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from websockets.asyncio.client import connect
@@ -70,3 +74,57 @@ def test_a_frame_over_the_transport_limit_closes_the_socket_with_1009(server: Se
     assert state["type"] == "state"  # the socket stayed usable
     code, reason = closed
     assert code == 1009 and str(TRANSPORT_LIMIT) in reason
+
+
+def _raw(server: Server) -> socket.socket:
+    parts = urlsplit(server.url)
+    connection = socket.create_connection((parts.hostname, parts.port), timeout=WAIT)
+    return connection
+
+
+def _response(connection: socket.socket) -> bytes:
+    """What the server sent until it closed the connection."""
+    got = b""
+    while chunk := connection.recv(65536):
+        got += chunk
+    return got
+
+
+def test_a_declared_body_over_the_limit_is_refused_before_any_of_it_is_sent(
+    server: Server,
+) -> None:
+    headers = (
+        "POST /api/conversations/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {10 * 2**30}\r\n\r\n"
+    )
+    began = time.monotonic()
+    with _raw(server) as connection:
+        connection.sendall(headers.encode())
+        answer = _response(connection)
+    took = time.monotonic() - began
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert json.loads(body)["code"] == "too_large"
+    assert took < 5.0  # not waited for: none of the 10 GiB was sent
+
+
+def test_a_chunked_body_is_refused_once_it_passes_the_limit(server: Server) -> None:
+    limit = 64 * 2**20  # ORKESTREL_MAX_REQUEST_BYTES's default
+    chunk = b"x" * 2**20
+    sent = 0
+    with _raw(server) as connection:
+        connection.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        try:
+            while sent < 4 * limit:
+                connection.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused: the server closed its side
+        answer = _response(connection)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == "request_too_large"
+    assert sent < 2 * limit

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -176,3 +178,34 @@ def test_compiled_policy_gates_a_real_agent_run():
         ("1", False, 1),
         ("2", True, None),
     ]
+
+
+# Backtracks in ``re`` and in ``regex`` alike: about 5 s at 26 characters, doubling with each.
+CATASTROPHIC = "(?:a|a)*$"
+STUCK = "a" * 26 + "!"
+
+
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    # An ``ask`` with no one to answer (no run waits here) is held back as refused.
+    [("deny", (False, "held")), ("ask", (False, "held")), ("allow", (False, "open"))],
+)
+def test_a_pattern_that_runs_out_of_time_on_the_models_argument_fails_closed(verdict, expected):
+    guard = AuthorityPolicy.objects.create(
+        name="slow", fallback_zone="open", fallback_allowed=False
+    )
+    AuthorityRule.objects.create(
+        policy=guard,
+        position=1,
+        tool_glob="*",
+        conditions={"path": {"pattern": CATASTROPHIC}},
+        zone="held",
+        verdict=verdict,
+    )
+    authority = compile_policy(guard)
+    began = time.monotonic()
+    decision = authority.evaluate(call("write_file", path=STUCK))
+    took = time.monotonic() - began
+    # A rule that denies or asks applies; one that allows does not (the fallback decides).
+    assert (decision.allowed, decision.zone) == expected
+    assert took < 1.0  # not the seconds (or hours) the search would take
