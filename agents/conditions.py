@@ -162,10 +162,10 @@ def compile_matcher(
     for a rule that restricts, ``False`` for one that allows: either way, the safer verdict).
     """
     name = re.compile(fnmatch.translate(glob))
-    tests = [
-        _test(argument, *next(iter(test.items())), on_timeout)
-        for argument, test in conditions.items()
-    ]
+    tests = []
+    for argument, test in conditions.items():
+        kind, operand = next(iter(test.items()))
+        tests.append(_test(argument, kind, operand, on_timeout))
 
     def match(tool_name: str, arguments: Mapping[str, Any]) -> bool:
         if name.match(tool_name) is None:

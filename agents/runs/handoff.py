@@ -32,6 +32,8 @@ class Handoff:
     title: str
     overrides: RunOverrides | None = None
     decisions: tuple[Decided, ...] = ()
+    # The interrupted run this one continues (a lost worker's), which it announces.
+    continues: int | None = None
 
     def started(self) -> dict[str, Any]:
         """The run's first frame, exactly as the worker sends it."""
@@ -67,6 +69,7 @@ class Handoff:
                 }
                 for d in self.decisions
             ],
+            "continues": self.continues,
         }
 
     @classmethod
@@ -81,6 +84,7 @@ class Handoff:
             title=str(data.get("title") or ""),
             overrides=_overrides_from(overrides) if overrides else None,
             decisions=tuple(Decided(**d) for d in data.get("decisions") or ()),
+            continues=data.get("continues"),
         )
 
 

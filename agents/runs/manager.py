@@ -188,6 +188,7 @@ class RunManager:
         from_pending: bool = False,
         resume: int | None = None,
         redo: Redo | None = None,
+        continues: int | None = None,
     ) -> ActiveRun | Dispatched:
         """Persist the user message, then start a run (here, or handed to the workers: then
         ``Dispatched``). Raises ``Busy`` while one runs.
@@ -196,7 +197,8 @@ class RunManager:
         first; ``overrides`` are the run's changes to its profile; ``results`` are the client's
         tool results (call id to output) for the calls the conversation waits for; ``resume``
         is a run paused for approvals whose calls are all decided (this run applies them);
-        ``redo`` makes the run a new alternative (a regenerated answer, an edited message).
+        ``redo`` makes the run a new alternative (a regenerated answer, an edited message);
+        ``continues`` is the interrupted run it goes on from (announced to every tab).
         """
         if self.busy(conversation_id):
             raise Busy("a reply is still running in this conversation")
@@ -239,6 +241,7 @@ class RunManager:
                 title=title,
                 overrides=overrides,
                 decisions=decisions,
+                continues=continues,
             )
             if workers:
                 return await self._dispatch(handoff)
@@ -284,6 +287,8 @@ class RunManager:
         self._checkpoints.ensure()
         self.relay.announce(active)
         active.started(handoff.message, handoff.nonce, handoff.title)
+        if handoff.continues is not None:
+            _announce_continuation(active)
         return active
 
     async def _dispatch(self, handoff: Handoff) -> Dispatched:
@@ -371,30 +376,21 @@ class RunManager:
             self.publish(run.conversation_id, frame)
 
     async def continue_interrupted(self, takeover: Takeover) -> ActiveRun | Dispatched | None:
-        """Continue an interrupted run as a new one: it answers on from the history, after
-        telling every tab what the interruption kept; the interrupted run's ``finish`` names
-        it. ``None`` if it could not start (a later start took the conversation, or its
-        profile cannot run)."""
+        """Continue an interrupted run as a new one (here, or handed to a worker): it answers on
+        from the history, after telling every tab what the interruption kept; the interrupted
+        run's ``finish`` names it. ``None`` if it could not start (a later start took the
+        conversation, or its profile cannot run)."""
         try:
             started = await self.start(
-                user_id=takeover.user_id, conversation_id=takeover.conversation_id, content=None
+                user_id=takeover.user_id,
+                conversation_id=takeover.conversation_id,
+                content=None,
+                continues=takeover.run_id,
             )
         except Exception:  # noqa: BLE001 - Busy and the rest: nothing to continue here
             logger.info("run %s was not continued", takeover.run_id, exc_info=True)
             return None
         await in_thread(name_continuation)(takeover.run_id, started.run_id)
-        if isinstance(started, ActiveRun):
-            messages = started.session.agent.context.messages.messages()
-            last = messages[-1] if messages else None
-            if takeover.partial and last is not None and last.role == "assistant":
-                # The partial answer was stored by the sweep, which no tab heard of.
-                started.emit(CommittedFrame, messages=committed_payload([last]))
-            started.emit(
-                NoticeFrame,
-                code=CONTINUED,
-                message="The worker writing the answer was lost; another goes on from what "
-                "it had saved.",
-            )
         logger.info("run %s continued as run %s", takeover.run_id, started.run_id)
         return started
 
@@ -539,6 +535,20 @@ class RunManager:
         task = active.task if active is not None else self._ending.get(conversation_id)
         if task is not None:
             await asyncio.shield(task)
+
+
+def _announce_continuation(active: ActiveRun) -> None:
+    """A continued run's first words: the partial answer the interruption kept (stored by the
+    sweep, which no tab heard of), and a notice saying what happened."""
+    messages = active.session.agent.context.messages.messages()
+    last = messages[-1] if messages else None
+    if last is not None and last.role == "assistant" and last.content and not last.calls:
+        active.emit(CommittedFrame, messages=committed_payload([last]))
+    active.emit(
+        NoticeFrame,
+        code=CONTINUED,
+        message="The worker writing the answer was lost; another goes on from what it had saved.",
+    )
 
 
 run_manager = RunManager()

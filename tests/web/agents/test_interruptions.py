@@ -84,9 +84,10 @@ def test_a_run_closed_by_an_earlier_release_without_its_finish_still_replays_one
 async def test_a_socket_on_the_conversation_sees_the_closed_run_end_then_the_state(
     user, conversation, manager
 ):
-    run = await sync_to_async(_dead_run)(conversation)
+    # Its heartbeat not yet stale: this manager's own sweep leaves it to the test.
+    run = await sync_to_async(_dead_run)(conversation, timedelta(0))
     socket, _ = await connect(user, conversation)
-    closed = await sync_to_async(close_interrupted)(60.0)
+    closed = await sync_to_async(close_interrupted)(0.0)
     await manager.interrupted(closed)
     frames = await frames_until(socket, "state")
     ended = next(f for f in frames if f["type"] == "finish")

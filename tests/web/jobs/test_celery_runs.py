@@ -297,13 +297,22 @@ async def test_a_worker_killed_mid_run_leaves_it_to_another_which_answers_on_wit
                 frames.append(frame)
         await asyncio.to_thread(first.kill)
         second = await asyncio.to_thread(live_worker, chat)
-        # The next run on the conversation is the continuation, on the second worker.
-        while (frame := await receive(socket))["type"] != "started" or (
-            frame["run"] == started["run"]
-        ):
-            pass
-        assert frame["message"] is None and frame["nonce"] is None
-        continued = await rest_of(socket, [frame])
+        # The lost run ends, naming its continuation: the next run, on the second worker.
+        ended: dict[str, Any] | None = None
+        continued: list[dict[str, Any]] = []
+        while ended is None or not continued:
+            frame = await receive(socket)
+            if frame.get("run") == started["run"] and frame["type"] == "finish":
+                ended = frame
+            elif (continued and frame.get("run") == continued[0]["run"]) or (
+                frame["type"] == "started" and frame["run"] != started["run"]
+            ):
+                continued.append(frame)  # the continuation's frames, from its ``started``
+        following = continued[0]
+        assert ended["result"]["stop"] == "interrupted"
+        assert ended["continued_by"] == following["run"]
+        assert following["message"] is None and following["nonce"] is None
+        continued = await rest_of(socket, continued)
     finally:
         await socket.close()
         await sender.close()
