@@ -9,19 +9,35 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db import models, transaction
 from django.db.models import Count, Max, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.forms import Field as FormField
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
+from django.utils.text import capfirst
 
 from .authority import evaluate_policy
 from .connection import check_endpoint
-from .forms import AuthorityRuleForm, EvaluateCallForm, PrettyJSONField
+from .forms import (
+    AuthorityRuleForm,
+    EndpointForm,
+    EvaluateCallForm,
+    PrettyJSONField,
+    ProfileForm,
+    ScopeForm,
+)
 from .models import (
     AgentJob,
     AgentProfile,
@@ -42,16 +58,53 @@ from .sandbox import Sandbox, detect_sandbox
 JSON_OVERRIDES: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
     models.JSONField: {"form_class": PrettyJSONField}
 }
+# The scripts that show a tool form only its kind's fields (same-origin: the CSP has no inline).
+TOOL_KIND_SCRIPT = "orkestrel/admin/tool-kind.js"
+
+
+def readable_help(formfield: FormField | None) -> FormField | None:
+    """Escape a field's help text: the admin shows it as HTML, and ours is plain text (a
+    ``<endpoint-name>`` in it would otherwise vanish as an unknown tag)."""
+    if formfield is not None and formfield.help_text:
+        formfield.help_text = conditional_escape(formfield.help_text)
+    return formfield
+
+
+class OperatorAdmin(admin.ModelAdmin):
+    """The agents app's admin pages: model help texts shown as the text they are."""
+
+    def formfield_for_dbfield(
+        self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> FormField | None:
+        return readable_help(super().formfield_for_dbfield(db_field, request, **kwargs))
+
+    def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> type[forms.ModelForm]:
+        return labelled_rows(super().get_changelist_form(request, **kwargs))
+
+
+def labelled_rows(base: type[forms.ModelForm]) -> type[forms.ModelForm]:
+    """A changelist's row form whose editable boxes say which row they are in (a bare
+    checkbox in a table cell has no label for a screen reader)."""
+
+    class LabelledRowForm(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            for field in self.fields.values():
+                field.widget.attrs["aria-label"] = f"{capfirst(field.label)}: {self.instance}"
+
+    return LabelledRowForm
 
 
 @admin.register(ProviderEndpoint)
-class ProviderEndpointAdmin(admin.ModelAdmin):
+class ProviderEndpointAdmin(OperatorAdmin):
+    form = EndpointForm
     list_display = ["name", "kind", "base_url", "api_key_status", "model_count", "updated"]
     list_filter = ["kind"]
     search_fields = ["name", "base_url"]
     readonly_fields = ["api_key_status", "created", "updated"]
     formfield_overrides = JSON_OVERRIDES
     actions = ["check_connection"]
+    change_form_template = "admin/agents/providerendpoint/change_form.html"
     fieldsets = [
         (None, {"fields": ["name", "kind", "base_url", "models"]}),
         ("Credentials", {"fields": ["api_key_env", "api_key_status"]}),
@@ -85,14 +138,36 @@ class ProviderEndpointAdmin(admin.ModelAdmin):
     @admin.action(description="Check connection of selected endpoints")
     def check_connection(self, request: HttpRequest, queryset: QuerySet[ProviderEndpoint]) -> None:
         for endpoint in queryset:
-            result = check_endpoint(endpoint)
-            level = messages.SUCCESS if result.ok else messages.ERROR
-            verdict = "OK" if result.ok else "failed"
-            self.message_user(request, f"{endpoint.name}: {verdict}: {result.detail}", level)
+            self._report_check(request, endpoint)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.check_connection_view)
+        name = f"{self.opts.app_label}_{self.opts.model_name}_check_connection"
+        return [path("<path:object_id>/check-connection/", view, name=name), *super().get_urls()]
+
+    def check_connection_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The change page's Check connection button: check the saved endpoint, then go back
+        to its page, the outcome among the admin's messages."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        endpoint = self.get_object(request, unquote(object_id))
+        if endpoint is None:
+            raise Http404("No such provider endpoint.")
+        if not self.has_view_permission(request, endpoint):
+            raise PermissionDenied
+        self._report_check(request, endpoint)
+        change = f"admin:{self.opts.app_label}_{self.opts.model_name}_change"
+        return HttpResponseRedirect(reverse(change, args=[endpoint.pk]))
+
+    def _report_check(self, request: HttpRequest, endpoint: ProviderEndpoint) -> None:
+        result = check_endpoint(endpoint)
+        level = messages.SUCCESS if result.ok else messages.ERROR
+        verdict = "OK" if result.ok else "failed"
+        self.message_user(request, f"{endpoint.name}: {verdict}: {result.detail}", level)
 
 
 @admin.register(Tool)
-class ToolAdmin(admin.ModelAdmin):
+class ToolAdmin(OperatorAdmin):
     list_display = ["name", "kind", "enabled", "safe", "timeout", "summary", "parameter_list"]
     list_filter = ["kind", "enabled", "safe"]
     list_editable = ["enabled"]
@@ -107,18 +182,20 @@ class ToolAdmin(admin.ModelAdmin):
         (
             "HTTP",
             {
+                "classes": ["tool-kind", "tool-kind-http"],
                 "fields": [
                     "http_method",
                     "url_template",
                     "header_env",
                     "system_field",
                     "follow_cross_origin_redirects",
-                ]
+                ],
             },
         ),
         (
             "Command",
             {
+                "classes": ["tool-kind", "tool-kind-command"],
                 "fields": [
                     "program",
                     "argv",
@@ -126,11 +203,14 @@ class ToolAdmin(admin.ModelAdmin):
                     "output_limit",
                     "allow_network",
                     "sandbox_status",
-                ]
+                ],
             },
         ),
         ("History", {"fields": ["created", "updated"]}),
     ]
+
+    class Media:
+        js = [TOOL_KIND_SCRIPT]
 
     @admin.display(description="parameters")
     def parameter_list(self, tool: Tool) -> str:
@@ -184,16 +264,37 @@ class ToolAdmin(admin.ModelAdmin):
         )
 
 
-class AuthorityRuleInline(admin.TabularInline):
+class AuthorityRuleInline(admin.StackedInline):
+    """Rules stacked, a few fields to a line: a table of all seven is wider than the page."""
+
     model = AuthorityRule
     form = AuthorityRuleForm
     ordering = ["position"]
     extra = 1
     formfield_overrides = JSON_OVERRIDES
+    classes = ["authority-rules"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    ("position", "tool_glob", "zone"),
+                    ("verdict", "approver"),
+                    "conditions",
+                    "reason",
+                ]
+            },
+        )
+    ]
+
+    def formfield_for_dbfield(
+        self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> FormField | None:
+        return readable_help(super().formfield_for_dbfield(db_field, request, **kwargs))
 
 
 @admin.register(AuthorityPolicy)
-class AuthorityPolicyAdmin(admin.ModelAdmin):
+class AuthorityPolicyAdmin(OperatorAdmin):
     list_display = ["name", "fallback_allowed", "fallback_zone", "rule_count"]
     list_filter = ["fallback_allowed"]
     search_fields = ["name", "rules__tool_glob", "rules__reason"]
@@ -273,7 +374,8 @@ def _free_positions(policy: AuthorityPolicy, formset: Any) -> None:
 
 
 @admin.register(Scope)
-class ScopeAdmin(admin.ModelAdmin):
+class ScopeAdmin(OperatorAdmin):
+    form = ScopeForm
     list_display = ["name", "instruction_list", "tool_list", "file_list"]
     search_fields = ["name"]
     formfield_overrides = JSON_OVERRIDES
@@ -298,7 +400,7 @@ class ScopeAdmin(admin.ModelAdmin):
 
 
 @admin.register(Instruction)
-class InstructionAdmin(admin.ModelAdmin):
+class InstructionAdmin(OperatorAdmin):
     list_display = ["name", "priority", "enabled", "excerpt"]
     list_filter = ["enabled"]
     list_editable = ["enabled"]
@@ -311,7 +413,7 @@ class InstructionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Skill)
-class SkillAdmin(admin.ModelAdmin):
+class SkillAdmin(OperatorAdmin):
     """Instructions offered as skills: off until a conversation activates one (``/skill
     name`` or the model's ``skills`` tool), then in each of its later runs."""
 
@@ -331,7 +433,7 @@ class SkillAdmin(admin.ModelAdmin):
 
 
 @admin.register(PromptTemplate)
-class PromptTemplateAdmin(admin.ModelAdmin):
+class PromptTemplateAdmin(OperatorAdmin):
     """``/name`` shortcuts: the composer lists the enabled ones as the user types ``/``."""
 
     list_display = ["__str__", "description", "enabled", "updated"]
@@ -342,7 +444,8 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 
 @admin.register(AgentProfile)
-class AgentProfileAdmin(admin.ModelAdmin):
+class AgentProfileAdmin(OperatorAdmin):
+    form = ProfileForm
     list_display = [
         "name",
         "slug",
@@ -373,6 +476,8 @@ class AgentProfileAdmin(admin.ModelAdmin):
                     "instructions",
                     "scope",
                     "authority_policy",
+                    "approval_timeout",
+                    "approval_timeout_action",
                     "read_only",
                     "may_delegate_to",
                 ]
@@ -401,7 +506,7 @@ class AgentProfileAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(OperatorAdmin):
     """Read-only but for revoking: a key is only ever issued to its user, never typed in here.
 
     The digest is never shown. Deleting stays possible (deleting a user deletes their keys,
@@ -458,7 +563,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(AgentJob)
-class AgentJobAdmin(admin.ModelAdmin):
+class AgentJobAdmin(OperatorAdmin):
     """Jobs are enqueued through the API and settled by the process that runs them; here an
     operator watches them, cancels open ones and runs failed or cancelled ones again.
 
@@ -560,3 +665,6 @@ class AgentJobAdmin(admin.ModelAdmin):
             f"Queued {count} job(s) again (their earlier runs are kept); others are left.",
             messages.SUCCESS,
         )
+
+
+from . import mcp_admin  # noqa: E402, F401 - MCP servers' admin, registered on import

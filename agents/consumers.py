@@ -51,6 +51,7 @@ from .runs.service import Compacted
 from .runs.submissions import Repeat
 from .runtime.skills import UnknownSkill
 from .runtime.spec import NoProfileError
+from .runtime.summarizer import CompactionFailed
 
 __all__ = ["ChatConsumer", "NotFoundConsumer"]
 
@@ -248,13 +249,19 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self._refuse("invalid", f"send.attachments: {error}")
                 return
             images = (*images, *attached)
-        sent = await self.service.send(
-            user_id=self.user.id,
-            conversation_id=self.conversation_id,
-            content=frame.content,
-            images=images,
-            nonce=frame.nonce,
-        )
+        try:
+            sent = await self.service.send(
+                user_id=self.user.id,
+                conversation_id=self.conversation_id,
+                content=frame.content,
+                images=images,
+                nonce=frame.nonce,
+            )
+        except CompactionFailed as error:
+            # A ``/compact`` the model could not summarize: nothing folded (every tab got the
+            # notice); this socket's request is refused.
+            await self._refuse(CompactionFailed.code, str(error))
+            return
         if isinstance(sent, Compacted) and sent.section is None:
             await self._refuse("nothing_to_compact", "nothing to fold yet")
         if isinstance(sent, Repeat):
@@ -268,9 +275,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("idle", "nothing to stop")
 
     async def on_compact(self, frame: ClientCompact) -> None:
-        section = await self.service.compact(
-            user_id=self.user.id, conversation_id=self.conversation_id, focus=frame.focus
-        )
+        try:
+            section = await self.service.compact(
+                user_id=self.user.id, conversation_id=self.conversation_id, focus=frame.focus
+            )
+        except CompactionFailed as error:
+            await self._refuse(CompactionFailed.code, str(error))
+            return
         if section is None:
             await self._refuse("nothing_to_compact", "nothing to fold yet")
 
@@ -278,8 +289,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         taken = await self.service.pop_pending(
             user_id=self.user.id, conversation_id=self.conversation_id
         )
-        # Every tab sees the queue empty; this one gets the texts back for its composer.
-        await self.send_json(PendingFrame(messages=[], taken=taken))
+        # Every tab sees the queue empty; this one gets the texts back for its composer, and
+        # the images as attachments its next send names.
+        await self.send_json(
+            PendingFrame(messages=[], taken=taken.texts, attachments=taken.attachments)
+        )
 
     async def on_approve(self, frame: ClientApprove) -> None:
         try:

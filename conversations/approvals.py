@@ -30,6 +30,7 @@ __all__ = [
     "Outcome",
     "approval_payload",
     "decide",
+    "decided_approvals",
     "expire_due",
     "hold_calls",
     "pending_approvals",
@@ -134,6 +135,18 @@ def pending_approvals(conversation_id: str) -> list[ApprovalPayload]:
         conversation_id=conversation_id, status=ToolApproval.Status.PENDING
     ).order_by("pk")
     return [approval_payload(row) for row in rows]
+
+
+def decided_approvals(conversation_id: str) -> dict[str, ApprovalPayload]:
+    """The conversation's decided calls by call id (who decided, when, with which arguments),
+    for their tool cards."""
+    rows = (
+        ToolApproval.objects.filter(conversation_id=conversation_id)
+        .exclude(status=ToolApproval.Status.PENDING)
+        .select_related("decided_by")
+        .order_by("pk")
+    )
+    return {row.tool_call_id: approval_payload(row) for row in rows}
 
 
 def hold_calls(

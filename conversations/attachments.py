@@ -9,19 +9,37 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Sequence
+from typing import TypedDict
 
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 
+from orkestrel.core.files import decoded_size
 from workspaces.services import image_mime, max_image_bytes
 
 from .models import Attachment
 from .services import User, get_conversation
 
-__all__ = ["MAX_PENDING", "attach_image", "discard_attachments", "resolve_attachments"]
+__all__ = [
+    "MAX_PENDING",
+    "AttachedImage",
+    "attach_image",
+    "discard_attachments",
+    "reattach",
+    "resolve_attachments",
+]
 
 # Attachments waiting on one conversation (a message takes at most eight).
 MAX_PENDING = 32
+
+
+class AttachedImage(TypedDict):
+    """An image waiting on a conversation for its next message: ``send.attachments`` names it
+    by ``id``."""
+
+    id: str
+    mime: str
+    size: int
 
 
 def attach_image(
@@ -85,3 +103,26 @@ def resolve_attachments(conversation_id: str, ids: Sequence[str]) -> tuple[str, 
 def discard_attachments(conversation_id: str, ids: Sequence[str]) -> None:
     """Drop attachments a stored message took."""
     Attachment.objects.filter(conversation_id=conversation_id, pk__in=_keys(ids)).delete()
+
+
+def _mime(image: str) -> str:
+    # The signature is in the first 12 bytes (WebP's is the longest): 16 base64 characters.
+    head = image[:16]
+    return image_mime(base64.b64decode(head + "=" * (-len(head) % 4))) or "application/octet-stream"
+
+
+def reattach(conversation_id: str, images: Sequence[str]) -> list[AttachedImage]:
+    """Store base64 ``images`` (a message's, taken back) as the conversation's attachments
+    again, in order, so a next message can name them; each ``{id, mime, size}``.
+
+    No ``MAX_PENDING`` cap: each was accepted once already, and nothing taken back is lost.
+    Call it in the transaction that took them, so they are never both gone and unattached.
+    """
+    rows = [
+        Attachment(
+            conversation_id=conversation_id, data=image, mime=_mime(image), size=decoded_size(image)
+        )
+        for image in images
+    ]
+    Attachment.objects.bulk_create(rows)
+    return [{"id": str(row.pk), "mime": row.mime, "size": row.size} for row in rows]

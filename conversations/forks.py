@@ -30,7 +30,9 @@ TITLE_MAX = 200
 
 
 class ForkBusy(RuntimeError):
-    """The source conversation has a run going: fork it once the answer is in."""
+    """The source conversation has a run going, or paused for a person's approval: fork it
+    once the answer is in (a paused run's held calls have placeholder results that only
+    their approvals, which stay with the source, can decide)."""
 
 
 def cut_snapshot(snapshot: ConversationSnapshot, message_id: str) -> dict[str, Any]:
@@ -67,11 +69,19 @@ def fork_conversation(*, user: User, conversation_id: str, message_id: str) -> C
     Raises:
         Http404: not the user's conversation.
         LookupError: the conversation holds no message ``message_id``.
-        ForkBusy: a run is going on the source.
+        ForkBusy: a run is going on the source, or waits for approvals.
     """
     source = get_conversation(user=user, conversation_id=conversation_id)
     owner = source.owner_id
-    if Run.objects.filter(conversation=source, status__in=("queued", "running")).exists():
+    going = set(
+        Run.objects.filter(
+            conversation=source,
+            status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.AWAITING_APPROVAL),
+        ).values_list("status", flat=True)
+    )
+    if Run.Status.AWAITING_APPROVAL in going:
+        raise ForkBusy("a tool call in this conversation waits for your approval: decide it first")
+    if going:
         raise ForkBusy("an answer is still running in this conversation")
     snapshot = DjangoConversationStore(owner=owner).get_sync(str(source.pk))
     if snapshot is None:

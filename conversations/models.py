@@ -68,6 +68,7 @@ class Conversation(models.Model):
         CHAT = "chat", "chat"
         API = "api", "REST API"
         OPENAI = "openai", "OpenAI-compatible API"
+        MCP = "mcp", "MCP server"
 
     id = models.UUIDField("id", primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(

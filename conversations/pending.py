@@ -1,14 +1,13 @@
 """Pending messages: what a person sends while an answer is running, kept until the next run.
 
 As seed 004's ``pending``: stored at once (durable, shown in every tab), merged into one user
-message when a run takes them, or taken back into the composer (``pendingPop``).
+message when a run takes them, or taken back into the composer (``pendingPop``): their texts,
+and their images as the conversation's attachments again, for the next message to name.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from django.db import transaction
 
 from orkestrel.core import Message, mint_id
 from orkestrel.protocol import PendingPayload
@@ -22,7 +21,6 @@ __all__ = [
     "has_pending",
     "merged",
     "pending_list",
-    "pop_pending",
     "queue_pending",
     "take_pending",
 ]
@@ -89,14 +87,6 @@ def take_pending(conversation_id: str) -> list[PendingMessage]:
     )
     PendingMessage.objects.filter(pk__in=[row.pk for row in rows]).delete()
     return rows
-
-
-def pop_pending(user_id: int, conversation_id: str) -> list[str]:
-    """Take the user's pending messages back: their texts, oldest first."""
-    with transaction.atomic():
-        if not Conversation.objects.filter(pk=conversation_id, owner_id=user_id).exists():
-            raise LookupError(conversation_id)
-        return [row.content for row in take_pending(conversation_id)]
 
 
 def merged(rows: list[PendingMessage]) -> Message | None:

@@ -53,8 +53,8 @@ _ATTRIBUTES: dict[str, set[str]] = {
     "a": {"href", "title"},
     "code": {"class"},
     "ol": {"start"},
-    "th": {"style"},
-    "td": {"style"},
+    "th": {"class"},
+    "td": {"class"},
 }
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
@@ -71,11 +71,28 @@ def _image_as_link(self: Any, tokens: Sequence[Token], idx: int, options: Any, e
 _markdown.add_render_rule("image", _image_as_link)
 
 
+def _alignment_as_class(state: Any) -> None:
+    # A table cell's alignment becomes a class: the CSP refuses ``style`` attributes (the
+    # browser's renderer, static/orkestrel/markdown.js, does the same).
+    for token in state.tokens:
+        style = token.attrGet("style")
+        if not style:
+            continue
+        del token.attrs["style"]
+        side = str(style).removeprefix("text-align:").strip()
+        if side in ("left", "center", "right"):
+            token.attrJoin("class", f"align-{side}")
+
+
+_markdown.core.ruler.push("alignment_as_class", _alignment_as_class)
+
+
 def _filter_attribute(tag: str, attribute: str, value: str) -> str | None:
-    # Only a fenced block's ``language-*`` class survives: any other class could dress model
-    # text up as the UI's own badges.
+    # Only a fenced block's ``language-*`` class and a cell's ``align-*`` survive: any other
+    # class could dress model text up as the UI's own badges.
     if attribute == "class":
-        kept = [name for name in value.split() if name.startswith("language-")]
+        allowed = ("language-", "align-") if tag in ("th", "td") else ("language-",)
+        kept = [name for name in value.split() if name.startswith(allowed)]
         return " ".join(kept) or None
     return value
 
@@ -86,7 +103,6 @@ _cleaner = nh3.Cleaner(
     attribute_filter=_filter_attribute,
     url_schemes={"http", "https", "mailto"},
     link_rel="noopener noreferrer nofollow",
-    filter_style_properties={"text-align"},
     strip_comments=True,
 )
 

@@ -36,7 +36,7 @@ from orkestrel.protocol import (
 )
 from workspaces.models import Workspace
 
-from .approvals import pending_approvals
+from .approvals import decided_approvals, pending_approvals
 from .branches import branch_points
 from .models import AuthorityDecision, Conversation, Message, Run, Section
 from .owned import owned_conversation
@@ -86,6 +86,7 @@ class ConversationState(TypedDict):
     last_run: dict[str, Any] | None
     pending: list[PendingPayload]
     approvals: list[ApprovalPayload]
+    decisions: dict[str, ApprovalPayload]
     branches: list[BranchPayload]
     earlier: int
 
@@ -535,6 +536,7 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         "last_run": last_run,
         "pending": list(pending_list(conversation.pk)),
         "approvals": pending_approvals(str(conversation.pk)),
+        "decisions": decided_approvals(str(conversation.pk)),
         "branches": branch_points(conversation.pk, rows, folded=bool(sections)),
         "earlier": start,
     }

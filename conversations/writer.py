@@ -39,6 +39,7 @@ __all__ = [
     "fingerprint",
     "layout",
     "new_message_row",
+    "rewrite_messages",
     "stored_thinking",
     "touch",
     "write_thinking",
@@ -368,6 +369,17 @@ def new_message_row(
         tool_call_id=data.get("tool_call_id") or "",
         outcome=data.get("outcome"),
     )
+
+
+def rewrite_messages(key: uuid.UUID | str, messages: Sequence[MessageInput]) -> None:
+    """Store the new content (and outcome) of messages already stored under their ids: a held
+    call's placeholder result once the call is decided. ``Writer`` never rewrites a stored
+    message: it compares ids and places, not contents."""
+    for value in messages:
+        data = message_to_dict(create_message(value))
+        Message.objects.filter(conversation_id=key, message_id=data["id"]).update(
+            content=data["content"], outcome=data.get("outcome")
+        )
 
 
 def write_thinking(key: uuid.UUID | str, thoughts: Mapping[str, Thought]) -> None:

@@ -12,6 +12,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents.jobs.asgi import RestoreJobs  # noqa: E402
+from agents.mcp_server import with_mcp  # noqa: E402
 from agents.origins import SameOriginValidator  # noqa: E402
 from agents.routing import websocket_urlpatterns  # noqa: E402
 from agents.socket_auth import socket_auth_stack  # noqa: E402
@@ -23,9 +24,10 @@ from orkestrel.request_threads import RequestThreads  # noqa: E402
 application = RestoreJobs(
     ProtocolTypeRouter(
         {
-            # A body over the limit or a URL with unstorable text refused unread (the gate);
-            # each request's sync work on a kept thread, not a new one per request.
-            "http": RequestGate(RequestThreads(django_asgi_app)),
+            # ``/mcp``: the MCP server (its own key and host checks, the SDK's body limit).
+            # Else a body over the limit or a URL with unstorable text refused unread (the
+            # gate); each request's sync work on a kept thread, not a new one per request.
+            "http": with_mcp(RequestGate(RequestThreads(django_asgi_app))),
             "websocket": SameOriginValidator(socket_auth_stack(URLRouter(websocket_urlpatterns))),
         }
     )

@@ -27,6 +27,8 @@ from django.utils.deprecation import MiddlewareMixin
 from django.utils.functional import SimpleLazyObject
 from whitenoise.middleware import WhiteNoiseMiddleware
 
+from .request_scope import HEADER, RequestScope, open_scope, request_id_from
+
 __all__ = [
     "AuthenticationMiddleware",
     "CommonMiddleware",
@@ -35,6 +37,7 @@ __all__ = [
     "MessageMiddleware",
     "OnTheLoop",
     "PrivateCacheControlMiddleware",
+    "RequestScopeMiddleware",
     "SecurityMiddleware",
     "SessionMiddleware",
     "StaticFilesMiddleware",
@@ -190,4 +193,41 @@ class PrivateCacheControlMiddleware(OnTheLoop):
     ) -> HttpResponseBase:
         if _signed_in(request) and not response.has_header("Cache-Control"):
             response["Cache-Control"] = "private, no-store"
+        return response
+
+
+class RequestScopeMiddleware:
+    """Opens each request's scope (``orkestrel.request_scope``): its id, kept from a
+    well-formed ``X-Request-ID`` or made, is named by every log line written while it is
+    handled and sent back on the response, with the headers the view added (``RateLimit-*``).
+
+    First in the stack, so every answer carries the id, a redirect or a refusal too.
+    """
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.async_mode:
+            return self.__acall__(request)
+        scope = open_scope(request_id_from(request.headers.get(HEADER)))
+        return self._finish(cast(HttpResponseBase, self.get_response(request)), scope)
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        scope = open_scope(request_id_from(request.headers.get(HEADER)))
+        response = await cast(Awaitable[HttpResponseBase], self.get_response(request))
+        return self._finish(response, scope)
+
+    @staticmethod
+    def _finish(response: HttpResponseBase, scope: RequestScope) -> HttpResponseBase:
+        response[HEADER] = scope.id
+        for name, value in scope.headers.items():
+            if not response.has_header(name):
+                response[name] = value
         return response

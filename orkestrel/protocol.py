@@ -57,6 +57,7 @@ __all__ = [
     "NoticeFrame",
     "PendingFrame",
     "PendingPayload",
+    "TakenAttachmentPayload",
     "WaitFrame",
     "FinishFrame",
     "FrameError",
@@ -202,6 +203,17 @@ class PendingPayload(TypedDict):
     content: str
     images_count: int
     nonce: str
+
+
+class TakenAttachmentPayload(TypedDict):
+    """An image of a pending message taken back, waiting again as an attachment: a ``send``
+    names it by ``id`` in ``attachments``; ``message`` is the index in ``taken`` of the text
+    it came with."""
+
+    id: str
+    mime: str
+    size: int
+    message: int
 
 
 class ApprovalPayload(TypedDict):
@@ -360,6 +372,8 @@ class StateFrame:
     pending: list[PendingPayload]
     # Tool calls waiting for a person's decision.
     approvals: list[ApprovalPayload]
+    # Tool calls a person decided, by call id: their cards say who decided, when, with what.
+    decisions: dict[str, ApprovalPayload]
     # The branch points of the live tail (regenerated answers, edited messages), in order.
     branches: list[BranchPayload]
     run: RunSnapshot | None
@@ -580,13 +594,15 @@ class ExhaustFrame:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingFrame:
     """The conversation's pending messages (sent while a run was busy; the next run takes
-    them, merged), to every tab; ``taken`` is what a ``pending_pop`` gave back to its socket."""
+    them, merged), to every tab; ``taken`` (their texts) and ``attachments`` (their images,
+    waiting again to be sent) are what a ``pending_pop`` gave back to its socket."""
 
     type: Literal["pending"] = "pending"
     run: None = None
     seq: None = None
     messages: list[PendingPayload]
     taken: list[str]
+    attachments: list[TakenAttachmentPayload] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -749,7 +765,7 @@ def encode_text(frame: ServerFrame | Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientSend:
-    """A user message; starts a run."""
+    """A user message; starts a run (whitespace only: answers the history as it stands)."""
 
     type: Literal["send"] = "send"
     content: str
@@ -920,10 +936,17 @@ def check_attachments(value: object, *, prefix: str = "") -> tuple[str, ...]:
 
 
 def check_message(
-    content: object, images: object, limits: Limits, *, prefix: str = "", more: int = 0
+    content: object,
+    images: object,
+    limits: Limits,
+    *,
+    prefix: str = "",
+    more: int = 0,
+    blank: bool = False,
 ) -> tuple[str, tuple[str, ...]]:
     """Validate a user message's text and images (the ``send`` frame, the API's message);
-    ``prefix`` names the frame in errors (``"send."``), ``more`` counts attached images."""
+    ``prefix`` names the frame in errors (``"send."``), ``more`` counts attached images;
+    ``blank`` lets a whitespace-only text with no image through (a ``send`` continues)."""
     if not isinstance(content, str):
         raise FrameError("invalid", f"{prefix}content must be a string")
     if not encodable(content):
@@ -938,7 +961,7 @@ def check_message(
     if len(listed) + more > MAX_IMAGES:
         raise FrameError("too_large", f"at most {MAX_IMAGES} images per message")
     checked = tuple(check_image(item, i, limits.max_image_bytes) for i, item in enumerate(listed))
-    if not content.strip() and not checked and not more:
+    if not blank and not content.strip() and not checked and not more:
         raise FrameError(
             "invalid", f"{prefix.rstrip('.') or 'a message'} needs content or an image"
         )
@@ -962,8 +985,14 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
         raise FrameError("unknown_type", f"unknown frame type {_short(kind)}")
     if kind == "send":
         attachments = check_attachments(data.get("attachments"), prefix="send.")
+        # A whitespace-only send is a ``/continue`` (seed 004), as at every door.
         content, images = check_message(
-            data.get("content"), data.get("images"), limits, prefix="send.", more=len(attachments)
+            data.get("content"),
+            data.get("images"),
+            limits,
+            prefix="send.",
+            more=len(attachments),
+            blank=True,
         )
         nonce = data.get("nonce")
         if nonce is not None and (

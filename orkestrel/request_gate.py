@@ -28,9 +28,10 @@ from urllib.parse import unquote_plus
 
 from django.conf import settings
 
-from .storable import problem
+from .problems import PROBLEM, problem
+from .storable import problem as text_problem
 
-__all__ = ["RequestGate", "refusal_body", "too_large_message"]
+__all__ = ["RequestGate", "refusal", "too_large", "too_large_message"]
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -42,22 +43,23 @@ def too_large_message(limit: int) -> str:
     return f"The request body is larger than {limit} bytes."
 
 
-def refusal_body(path: str, message: str, code: str) -> bytes:
-    """An error's JSON in the shape the door at ``path`` answers in."""
+def refusal(path: str, status: int, message: str, code: str) -> tuple[bytes, str]:
+    """An error's JSON, and its content type, in the shape the door at ``path`` answers in:
+    OpenAI's under ``/v1/``, the API's problem details everywhere else."""
     if path.startswith("/v1/"):
         error = {"message": message, "type": "invalid_request_error", "param": None, "code": code}
-        return json.dumps({"error": error}).encode()
-    return json.dumps({"detail": message, "code": code}).encode()
+        return json.dumps({"error": error}).encode(), "application/json"
+    return json.dumps(problem(status, message, code)).encode(), PROBLEM
 
 
 def _url_fault(scope: MutableMapping[str, Any]) -> str | None:
-    found = problem(scope.get("path", ""))
+    found = text_problem(scope.get("path", ""))
     if found is not None:
         return f"The URL's path holds {found}."
     raw = scope.get("query_string", b"")
     # Django decodes a query string so: invalid UTF-8 becomes U+FFFD, never a surrogate.
     query = unquote_plus(raw.decode("latin-1"), errors="replace") if raw else ""
-    found = problem(query)
+    found = text_problem(query)
     if found is not None:
         return f"The URL's query string holds {found}."
     return None
@@ -71,8 +73,12 @@ def _declared_length(scope: MutableMapping[str, Any]) -> int | None:
     return None
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+async def _answer(send: Send, status: int, answer: tuple[bytes, str]) -> None:
+    body, content_type = answer
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
     if status == 413:
         # The unread rest of the body is still on the connection: it cannot carry another.
         headers.append((b"connection", b"close"))
@@ -94,13 +100,13 @@ class RequestGate:
         path = scope.get("path", "")
         fault = _url_fault(scope)
         if fault is not None:
-            await _answer(send, 400, refusal_body(path, fault, "invalid_text"))
+            await _answer(send, 400, refusal(path, 400, fault, "invalid_text"))
             return
         # Read for each request: a test may change it with ``override_settings``.
         limit: int = settings.ORKESTREL["MAX_REQUEST_BYTES"]
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
-            await _answer(send, 413, _too_large(path, limit))
+            await _answer(send, 413, too_large(path, limit))
             return
         read = 0
         refused = False
@@ -114,7 +120,7 @@ class RequestGate:
             if read <= limit:
                 return message
             refused = True
-            await _answer(send, 413, _too_large(path, limit))
+            await _answer(send, 413, too_large(path, limit))
             # Django stops reading and answers nothing on a disconnect.
             return {"type": "http.disconnect"}
 
@@ -126,6 +132,7 @@ class RequestGate:
         await self.app(scope, counted, guarded)
 
 
-def _too_large(path: str, limit: int) -> bytes:
+def too_large(path: str, limit: int) -> tuple[bytes, str]:
+    """The ``413`` of a body over ``limit`` bytes sent to ``path``, and its content type."""
     code = "request_too_large" if path.startswith("/v1/") else "too_large"
-    return refusal_body(path, too_large_message(limit), code)
+    return refusal(path, 413, too_large_message(limit), code)

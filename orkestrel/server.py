@@ -20,18 +20,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from daphne.cli import CommandLineInterface
-from daphne.http_protocol import HTTPFactory, WebRequest
-from daphne.server import Server
+from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
+from daphne.http_protocol import HTTPFactory, WebRequest  # type: ignore[import-untyped]
+from daphne.server import Server  # type: ignore[import-untyped]
 from django.conf import settings
 from twisted.web import http
 
-from .request_gate import refusal_body, too_large_message
+from .request_gate import too_large
 
 __all__ = ["BoundedRequest", "OrkestrelServer", "main"]
 
 
-class BoundedRequest(WebRequest):  # type: ignore[misc]  # daphne ships no type hints
+class BoundedRequest(WebRequest):
     """Daphne's request, refused with a ``413`` once its body is known to pass the limit."""
 
     refused = False
@@ -61,11 +61,10 @@ class BoundedRequest(WebRequest):  # type: ignore[misc]  # daphne ships no type 
         self.refused = True
         # The request line was read, not yet handed to the request: the channel holds it.
         path = bytes(getattr(self.channel, "_path", b"")).decode("latin-1")
-        code = "request_too_large" if path.startswith("/v1/") else "too_large"
-        body = refusal_body(path, too_large_message(self._limit), code)
+        body, content_type = too_large(path, self._limit)
         head = (
             "HTTP/1.1 413 Request Entity Too Large\r\n"
-            "Content-Type: application/json\r\n"
+            f"Content-Type: {content_type}\r\n"
             f"Content-Length: {len(body)}\r\n"
             "Connection: close\r\n\r\n"
         )
@@ -74,7 +73,7 @@ class BoundedRequest(WebRequest):  # type: ignore[misc]  # daphne ships no type 
         transport.loseConnection()
 
 
-class BoundedHTTPFactory(HTTPFactory):  # type: ignore[misc]
+class BoundedHTTPFactory(HTTPFactory):
     """Daphne's HTTP factory, making ``BoundedRequest``s."""
 
     def buildProtocol(self, addr: Any) -> http.HTTPChannel:
@@ -83,7 +82,7 @@ class BoundedHTTPFactory(HTTPFactory):  # type: ignore[misc]
         return protocol
 
 
-class OrkestrelServer(Server):  # type: ignore[misc]
+class OrkestrelServer(Server):
     """Daphne's server whose websocket factory fails connections with a close frame, and
     whose requests are bounded."""
 
@@ -108,7 +107,7 @@ class OrkestrelServer(Server):  # type: ignore[misc]
         self._ws_factory = factory
 
 
-class OrkestrelCommandLine(CommandLineInterface):  # type: ignore[misc]
+class OrkestrelCommandLine(CommandLineInterface):
     server_class = OrkestrelServer
 
 

@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "axes",
+    "corsheaders",
     "orkestrel",
     "agents",
     "conversations",
@@ -95,6 +96,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so every answer (a redirect, a refusal, a preflight) carries ``X-Request-ID``.
+    "orkestrel.middleware.RequestScopeMiddleware",
+    # Before anything that answers on its own: a preflight is answered here, and any answer
+    # to an allowed origin gets its CORS headers (``CORS_ALLOWED_ORIGINS``, off by default).
+    "corsheaders.middleware.CorsMiddleware",
     # ``orkestrel.middleware``'s are Django's with their hooks on the event loop
     # (``orkestrel.checks`` runs the deployment checks that look for Django's by path).
     "orkestrel.middleware.SecurityMiddleware",
@@ -278,6 +284,23 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# CORS for browser front ends on other origins (django-cors-headers), for the two APIs only:
+# none unless ``CORS_ALLOWED_ORIGINS`` names them (``https://app.example.com,...``). Programs
+# send an API key, never cookies, so no credentials; a page may read the ids and limits.
+CORS_ALLOWED_ORIGINS = env.list("CORS_ALLOWED_ORIGINS", default=[])
+CORS_URLS_REGEX = r"^/(api|v1)/"
+CORS_ALLOW_METHODS = ["DELETE", "GET", "OPTIONS", "PATCH", "POST", "PUT"]
+CORS_ALLOW_HEADERS = ["authorization", "content-type", "last-event-id", "x-request-id"]
+CORS_ALLOW_CREDENTIALS = False
+CORS_EXPOSE_HEADERS = [
+    "Location",
+    "Retry-After",
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "X-Request-ID",
+]
+
 _celery_broker = env("CELERY_BROKER_URL", default="")
 
 # The project's own settings, in one namespace.
@@ -359,7 +382,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Each line names the request it was written for (``X-Request-ID``) and the run, when
+    # there is one: `` [request_id=… run=…]`` (``orkestrel.request_scope``).
+    "filters": {"context": {"()": "orkestrel.request_scope.LogContextFilter"}},
+    "formatters": {"named": {"format": "%(levelname)s %(name)s: %(message)s%(context)s"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["context"],
+            "formatter": "named",
+        }
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     # httpx logs every request line at INFO; provider traffic is not operator news. Nor is
     # django-axes' banner at every start (its lockouts and failures still log).

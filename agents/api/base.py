@@ -1,13 +1,16 @@
-"""What every API view shares: errors rendered as JSON, the run service, the user's id."""
+"""What every API view shares: errors rendered as problem JSON, the query parameters its
+operation documents and no others, the run service, the user's id."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, cast
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
-from rest_framework.renderers import JSONRenderer
+from rest_framework import exceptions
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,8 +19,8 @@ from orkestrel.protocol import encode_text
 
 from ..runs import RunService, run_service
 from .dispatch import Deferred
-from .errors import PayloadTooLarge
-from .schema import ApiSchema
+from .errors import PayloadTooLarge, ProblemRenderer
+from .schema import ApiSchema, documented_query_parameters
 
 __all__ = ["JsonErrors", "deferred_json", "user_id"]
 
@@ -44,8 +47,10 @@ def deferred_json(body: Callable[[], Awaitable[dict[str, Any]]]) -> StreamingHtt
 
 
 class JsonErrors(APIView):
-    """Errors answer JSON, even to a request that asked for an event stream; the schema adds
-    the answers every operation can give (``ApiSchema``).
+    """Errors answer problem JSON, even to a request that asked for an event stream (or for a
+    type no operation gives: a ``406`` too); a query parameter the operation does not document,
+    or a bad page cursor, is a ``400``; the schema adds the answers every operation can give
+    (``ApiSchema``).
 
     A handler may answer ``dispatch.Deferred`` (on a route that runs on the database thread).
     """
@@ -65,13 +70,38 @@ class JsonErrors(APIView):
         if declared.isdigit() and int(declared) > limit:
             raise PayloadTooLarge(f"The request body is larger than {limit} bytes.")
         super().initial(request, *args, **kwargs)
+        self.check_query(request)
+
+    def check_query(self, request: Request) -> None:
+        """Refuse (``400``) query parameters the operation's schema does not name: a filter or a
+        ``page_size`` the API does not know would otherwise be ignored without a word."""
+        method = "GET" if request.method == "HEAD" else (request.method or "GET")
+        known = documented_query_parameters(self, method)
+        if known is None:
+            return  # not an operation of the schema (an OPTIONS request)
+        unknown = sorted(set(request.query_params) - known)
+        if unknown:
+            takes = ", ".join(f"`{name}`" for name in sorted(known)) or "none"
+            message = f"Not a query parameter of this operation (it takes: {takes})."
+            raise exceptions.ValidationError({name: [message] for name in unknown})
+
+    def paginate_queryset(self, queryset: QuerySet[Any] | Sequence[Any]) -> list[Any] | None:
+        """A page of ``queryset``; a cursor the API did not give out is a ``400``, not the
+        ``404`` DRF's pagination raises."""
+        try:
+            return cast("list[Any] | None", cast(Any, super()).paginate_queryset(queryset))
+        except exceptions.NotFound as exc:
+            raise exceptions.ValidationError({"cursor": [str(exc.detail)]}) from None
 
     def handle_exception(self, exc: Exception) -> Response:
-        return self.as_json(super().handle_exception(exc))
+        return self.rendered_with(super().handle_exception(exc), ProblemRenderer())
 
     def as_json(self, response: Response) -> Response:
         """``response`` rendered as JSON, whatever the request's ``Accept`` negotiated."""
-        renderer = JSONRenderer()
+        return self.rendered_with(response, JSONRenderer())
+
+    def rendered_with(self, response: Response, renderer: BaseRenderer) -> Response:
+        """``response`` rendered by ``renderer``, whatever the request's ``Accept`` negotiated."""
         # ``finalize_response`` copies the request's negotiated renderer onto the response.
         self.request.accepted_renderer = renderer
         self.request.accepted_media_type = renderer.media_type

@@ -39,6 +39,7 @@ from ..runs.service import Compacted, Queued
 from ..runs.submissions import Repeat
 from ..runtime.skills import Activation, UnknownSkill
 from ..runtime.spec import NoProfileError
+from ..runtime.summarizer import CompactionFailed
 from . import examples
 from .base import JsonErrors, deferred_json, user_id
 from .dispatch import DatabaseThreadRoutes, Deferred
@@ -331,6 +332,8 @@ class ConversationViewSet(
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
         except UnknownSkill as error:
             raise exceptions.ValidationError({"content": [str(error)]}) from None
+        except CompactionFailed as error:
+            raise Conflict(str(error), code=CompactionFailed.code) from None
         discard_attachments(str(conversation.pk), attachments)
         if isinstance(sent, Repeat):
             # An accidental second submit: nothing stored or run; answered with the first.
@@ -518,7 +521,12 @@ class ConversationViewSet(
     @extend_schema(
         methods=["DELETE"],
         summary="Take the pending messages back",
-        description="Removes them and answers their texts, oldest first (to edit and resend).",
+        description=(
+            "Removes them and answers their texts, oldest first (to edit and resend), and their "
+            "images as `attachments` waiting on the conversation again (`id`, `mime`, `size`, "
+            "and `message`: the index in `taken` of the text it came with): a next message "
+            "names them in its `attachments`."
+        ),
         responses={
             200: examples.answer(TakenSerializer, examples.TAKEN),
             **examples.refusals(examples.NO_CONVERSATION),
@@ -531,7 +539,7 @@ class ConversationViewSet(
             taken = async_to_sync(self.service.pop_pending)(
                 user_id=user_id(request), conversation_id=str(conversation.pk)
             )
-            return Response({"taken": taken})
+            return Response({"taken": taken.texts, "attachments": taken.attachments})
         return Response({"pending": pending_list(conversation.pk)})
 
     def _transcript(self, request: Request, pk: str) -> Response:
@@ -635,6 +643,8 @@ class ConversationViewSet(
             )
         except Busy as error:
             raise Conflict(str(error)) from None
+        except CompactionFailed as error:
+            raise Conflict(str(error), code=CompactionFailed.code) from None
         if section is None:
             raise Conflict("Nothing to fold yet.", code="nothing_to_compact")
         return Response({"section": section})

@@ -1,33 +1,55 @@
-"""One error shape for the whole API: DRF's, always with a machine ``code``.
+"""One error shape for the whole API: RFC 9457's problem details, with DRF's machine ``code``.
 
-Every error answers ``{"detail": "<message>", "code": "<code>"}``; a validation error adds
-``"errors"``, DRF's field → messages mapping. Django's ``Http404`` and ``PermissionDenied``
-raised by the services map to 404 and 403 like DRF's own. ``ErrorSerializer`` describes the
-shape in the schema.
+Every error answers ``application/problem+json``: ``{"type": "about:blank", "title": "<the
+status's phrase>", "status": <status>, "detail": "<message>", "code": "<code>"}``; a validation
+error adds ``"errors"``, DRF's field → messages mapping. ``code`` is what programs branch on
+(the ``type`` stays ``about:blank``: the status and ``code`` say it all). Django's ``Http404``
+and ``PermissionDenied`` raised by the services map to 404 and 403 like DRF's own; what no view
+answers (an unmatched path, an uncaught error) gets the same shape from ``problem_response``.
+``ErrorSerializer`` describes the shape in the schema.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import HttpResponse
 from rest_framework import exceptions, serializers, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from orkestrel.problems import PROBLEM, problem
+
 __all__ = [
+    "PROBLEM",
     "Conflict",
     "ErrorSerializer",
     "PayloadTooLarge",
+    "ProblemRenderer",
     "RunFailed",
     "TooManyRunsError",
     "exception_handler",
+    "problem",
+    "problem_response",
 ]
 
 
-class ErrorSerializer(serializers.Serializer[Any]):
-    """The API's one error shape."""
+class ProblemRenderer(JSONRenderer):
+    """DRF's JSON, sent as ``application/problem+json`` (an error's body)."""
 
+    media_type = PROBLEM
+    format = "problem"
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    """The API's one error shape (RFC 9457 problem details, plus ``code``)."""
+
+    type = serializers.CharField(help_text="Always `about:blank`: `status` and `code` say it.")
+    title = serializers.CharField(help_text="The status's phrase: `Not Found`...")
+    status = serializers.IntegerField(help_text="The HTTP status, as answered.")
     detail = serializers.CharField()
     code = serializers.CharField(help_text="What went wrong, for programs: `not_found`, `busy`...")
     # A declared field leaves ``Serializer.errors`` alone (the metaclass collects it).
@@ -70,6 +92,13 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "too_large"
 
 
+def problem_response(status: int, detail: str, code: str) -> HttpResponse:
+    """An error answered outside DRF (an unmatched path, an uncaught error), in the one shape."""
+    return HttpResponse(
+        json.dumps(problem(status, detail, code)), status=status, content_type=PROBLEM
+    )
+
+
 def _codes(detail: Any) -> str:
     if isinstance(detail, exceptions.ErrorDetail):
         return str(detail.code)
@@ -89,7 +118,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.ValidationError):
         # ``errors`` is always field → messages: a bare list is the body's, as DRF names it.
         fields = data if isinstance(data, dict) else {"non_field_errors": data}
-        response.data = {"detail": "Invalid input.", "code": "invalid", "errors": fields}
+        response.data = problem(response.status_code, "Invalid input.", "invalid", fields)
     elif isinstance(data, dict) and "detail" in data:
-        response.data = {"detail": str(data["detail"]), "code": _codes(data["detail"])}
+        detail = data["detail"]
+        response.data = problem(response.status_code, str(detail), _codes(detail))
     return response

@@ -2,9 +2,10 @@
 
 The views' ``extend_schema`` take them from here: ``body(serializer, ...)`` is a request body
 with its examples, ``answer(serializer, ...)`` a success with its examples, and ``refusals(...)``
-the error answers an operation gives, each in the API's one shape (``errors.ErrorSerializer``).
-``schema.ApiSchema`` adds what every operation can answer (``COMMON``: 401 and 429, and 413 and
-415 with a body). Values are what the API answers (ids, times and texts made up); the event
+the error answers an operation gives, each in the API's one shape (``errors.ErrorSerializer``,
+as ``application/problem+json``). ``schema.ApiSchema`` adds what every operation can answer
+(``COMMON``: 400 for a query parameter it does not take, 401, 406 and 429, and 413 and 415
+with a body). Values are what the API answers (ids, times and texts made up); the event
 streams are built from the protocol's own frames. ``tests/web/api/test_schema_examples.py``
 checks every example against its schema, and that no operation lacks examples.
 """
@@ -32,12 +33,14 @@ from orkestrel.protocol import (
     encode,
 )
 
-from .errors import ErrorSerializer
+from .errors import PROBLEM, ErrorSerializer, problem
 from .sse import format_event
 
 __all__ = [
+    "BAD_CURSOR",
     "COMMON",
     "JSON",
+    "PROBLEM",
     "Refusal",
     "answer",
     "body",
@@ -76,10 +79,8 @@ class Refusal:
     errors: Mapping[str, Any] | None = None
 
     def value(self) -> dict[str, Any]:
-        value: dict[str, Any] = {"detail": self.detail, "code": self.code}
-        if self.errors is not None:
-            value["errors"] = dict(self.errors)
-        return value
+        errors = None if self.errors is None else dict(self.errors)
+        return problem(self.status, self.detail, self.code, errors)
 
 
 # What each status means wherever it is answered (an operation's refusals add the specifics).
@@ -88,7 +89,7 @@ MEANING = {
     401: "No valid API key (or session): a missing, unknown, revoked or expired key alike.",
     403: "Signed in, but not allowed to do this (a session write without its CSRF token too).",
     404: "No such object of the user's (another user's is absent too).",
-    406: "The representation asked for (`Accept`) cannot be given.",
+    406: "The representation asked for (`Accept`) cannot be given (answered as problem JSON).",
     409: "The object's state does not allow it now.",
     413: "The request body is larger than `ORKESTREL_MAX_REQUEST_BYTES`.",
     415: "The body's content type is not one this operation takes.",
@@ -98,12 +99,12 @@ MEANING = {
 
 
 def refusals(*given: Refusal) -> dict[Any, OpenApiResponse]:
-    """Error answers, by status, as JSON in the API's one shape, each with its examples."""
+    """Error answers, by status, as problem JSON in the API's one shape, with their examples."""
     by_status: dict[int, list[Refusal]] = defaultdict(list)
     for refusal in given:
         by_status[refusal.status].append(refusal)
     return {
-        (status, JSON): OpenApiResponse(
+        (status, PROBLEM): OpenApiResponse(
             ErrorSerializer,
             description=MEANING[status],
             examples=[example(refusal.name, refusal.value()) for refusal in group],
@@ -123,7 +124,14 @@ def not_found(detail: str, name: str = "Not found") -> Refusal:
 
 # -- what every operation can answer (``schema.ApiSchema`` adds these) ---------------------------
 
+UNKNOWN_PARAMETER = invalid(
+    "A query parameter the operation does not take",
+    page_size=["Not a query parameter of this operation (it takes: `cursor`)."],
+)
+BAD_CURSOR = invalid("A cursor the API did not give out", cursor=["Invalid cursor"])
+
 COMMON: dict[int, tuple[Refusal, ...]] = {
+    400: (UNKNOWN_PARAMETER,),
     401: (
         Refusal(
             status=401,
@@ -136,6 +144,14 @@ COMMON: dict[int, tuple[Refusal, ...]] = {
             name="A refused key",
             detail="Invalid API key.",
             code="invalid_api_key",
+        ),
+    ),
+    406: (
+        Refusal(
+            status=406,
+            name="Not a type this operation answers",
+            detail="Could not satisfy the request Accept header.",
+            code="not_acceptable",
         ),
     ),
     429: (

@@ -4,7 +4,9 @@ A job names its profile by slug as the kit's ``provider`` (and as its ``authorit
 profile has a policy), so the kit's ``build`` resolves it through the registry's pools. What
 the kit's job format has no names for (the profile's scope, instructions and tools, a
 workspace) is added to the agent the kit built, from the same runtime pieces a chat session
-uses. The profile's defaults (system prompt, limit, timeout, token budget) are resolved at
+uses, through the same composition root (``RunSources``): the profile's MCP servers the job's
+user may use open before the job runs (``open``) and close once it settled (``close``). The
+profile's defaults (system prompt, limit, timeout, token budget) are resolved at
 build time, so a restored job runs under the profile's configuration of that moment; a job's
 own bounds only lower the profile's (``runtime.caps``). The ``delegate`` built-in is bound to
 the job here (``delegation.job_tools``), and the job's progress meter to each agent built
@@ -22,10 +24,12 @@ from orkestrel.core import AbortSignal, Agent, AgentJobInput, AgentRegistry, Wor
 
 from ..authority import PolicyAuthority
 from ..runtime.caps import Bounds, Caps
+from ..runtime.mcp_tools import McpToolSource
 from ..runtime.progress import ProgressMeter, TextTap
 from ..runtime.providers import provider_for
 from ..runtime.registry import ToolContext
-from ..runtime.toolset import build_tool_manager
+from ..runtime.sources import RunSources, usable_servers
+from ..runtime.toolset import RowTools
 from .delegation import JobDelegator, job_tools
 from .records import JobSpec
 
@@ -58,6 +62,17 @@ class ProfileRegistry(AgentRegistry):
         self.spec = spec
         self.delegator = delegator
         self.meter = meter
+        self.sources = RunSources(())
+
+    async def open(self) -> None:
+        """Open the profile's MCP servers the job's user may use, before the job runs."""
+        servers = await usable_servers(self.spec.config.mcp_servers, self.spec.user_id)
+        self.sources = RunSources(McpToolSource(server) for server in servers)
+        await self.sources.open()
+
+    async def close(self) -> None:
+        """Close what ``open`` opened, once the job settled."""
+        await self.sources.close()
 
     def resolve(self, job: AgentJobInput | Mapping[str, Any]) -> AgentJobInput:
         """``job`` with the profile's parts: its prompt first, its bounds as caps (a job's own
@@ -116,7 +131,7 @@ class ProfileRegistry(AgentRegistry):
         workspaces = WorkspaceManager()
         workspaces.add(id=job_id)
         context.workspaces = workspaces
-        tools = build_tool_manager(
+        rows = RowTools(
             spec.config.tools,
             ToolContext(
                 user_id=spec.user_id,
@@ -126,8 +141,8 @@ class ProfileRegistry(AgentRegistry):
             ),
             job_tools(agent, self.delegator),
         )
-        for tool in tools.tools():
-            context.tools.add(tool)
+        # Each attempt's agent gets the rows' tools (bound to it) and the servers' (shared).
+        self.sources.equip(context, rows)
 
 
 def _integer(value: object) -> int | None:

@@ -452,11 +452,16 @@ class JobService:
             allow_partial=spec.allow_partial,
             store=self.store.holding(spec.record),
         )
-        if live.cancelled:
-            return Outcome(Status.CANCELLED)
-        # From here to the queue's run there is no await: a cancel reaches the run's signal.
-        live.queue = queue
-        outcomes = await queue.restore()
+        # The profile's MCP servers: opened before the job runs, closed once it settled.
+        await registry.open()
+        try:
+            if live.cancelled:
+                return Outcome(Status.CANCELLED)
+            # From here to the queue's run there is no await: a cancel reaches the run's signal.
+            live.queue = queue
+            outcomes = await queue.restore()
+        finally:
+            await registry.close()
         if not outcomes:
             return Outcome(Status.ERROR, error_code="job_failed", error="the job did not run")
         outcome = outcomes[0]

@@ -10,6 +10,7 @@ from .context import Instruction, Scope
 from .endpoints import ProviderEndpoint
 from .jobs import AgentJob
 from .keys import ApiKey
+from .mcp import McpServer
 from .profiles import AgentProfile
 from .prompts import PromptTemplate
 from .revision import (
@@ -29,6 +30,7 @@ __all__ = [
     "AuthorityRule",
     "ConfigRevision",
     "Instruction",
+    "McpServer",
     "PromptTemplate",
     "ProviderEndpoint",
     "Scope",

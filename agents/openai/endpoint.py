@@ -19,7 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from ..api.sse import HEARTBEAT_SECONDS
 from ..runs import run_service
-from .errors import OpenAIError, bad_request, error_response
+from .errors import OpenAIError, bad_request, error_response, server_error
 from .outcome import Delta, Outcome
 
 __all__ = [
@@ -42,9 +42,7 @@ UPSTREAM_FAILED = OpenAIError(
     type="server_error",
     code="upstream_error",
 )
-INTERNAL = OpenAIError(
-    500, "The server had an error while answering.", type="server_error", code="server_error"
-)
+INTERNAL = server_error()
 
 View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
 

@@ -16,6 +16,8 @@ __all__ = [
     "model_forbidden",
     "model_not_found",
     "not_found",
+    "server_error",
+    "unknown_url",
 ]
 
 
@@ -58,6 +60,18 @@ def model_forbidden(model: str) -> OpenAIError:
         type="permission_error",
         param="model",
         code="model_not_allowed",
+    )
+
+
+def unknown_url(method: str, path: str) -> OpenAIError:
+    """No ``/v1`` route answers ``path`` (``404``, in the words OpenAI's own API uses)."""
+    return not_found(f"Invalid URL ({method} {path})", code="unknown_url")
+
+
+def server_error() -> OpenAIError:
+    """Our own fault (``500``): the details are in the server's log, never the answer."""
+    return OpenAIError(
+        500, "The server had an error while answering.", type="server_error", code="server_error"
     )
 
 

@@ -6,10 +6,11 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 from conversations.approvals import Decided, HeldCall, hold_calls
-from conversations.writer import Thought, write_thinking
+from conversations.writer import Thought, rewrite_messages, write_thinking
 from orkestrel.core import (
     AgentResult,
     Channel,
@@ -58,6 +59,7 @@ from orkestrel.protocol import (
     usage_payload,
 )
 from orkestrel.providers.base import CallDelta, HttpProvider
+from orkestrel.request_scope import bind_run
 
 from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.builtins.skills import NAME as SKILLS_TOOL
@@ -333,6 +335,8 @@ class ActiveRun:
         one frame and one wake-up per tick, and a stream catching up after a stall is sent in
         a few frames instead of one per delta.
         """
+        # Every line this run's task logs names the run (its task has a context of its own).
+        bind_run(self.run_id)
         session = self.session
         result: AgentResult | None = None
         error: BaseException | None = None
@@ -384,8 +388,12 @@ class ActiveRun:
         finally:
             self.flush()
         await _let_out()
-        await self._settle(result, error)
+        failed = await self._settle(result, error)
         waiting = await self.manager.store_events(self)
+        if failed:
+            # Seed 004: "an error leaves them pending until a later run or pendingPop()". The
+            # model server may still be down: the person sends again, or takes them back.
+            return
         # Messages sent while this run was busy start the next one (seed 004's ``pending``).
         await self.manager.next_from_pending(
             self.session.spec.user_id, self.conversation_id, waiting
@@ -402,7 +410,14 @@ class ActiveRun:
             payload = tool_payload(call, result)
             self.tools.append(payload)
             self.emit(ToolFrame, **payload)
-        await self._commit()
+        # The results took their placeholders' places (same ids): stored in place too, or the
+        # next run, which reads the history from the database, would read the placeholders.
+        answered = [
+            message
+            for message in agent.context.messages.messages()
+            if message.role == "tool" and message.tool_call_id in calls
+        ]
+        await self._commit(then=partial(rewrite_messages, self.conversation_id, answered))
 
     def _compaction_failed(self, error: BaseException) -> None:
         """Automatic compaction failed: the run goes on with the whole history; say so."""
@@ -605,7 +620,8 @@ class ActiveRun:
             approver=rule.approver,
         )
 
-    async def _settle(self, result: AgentResult | None, error: BaseException | None) -> None:
+    async def _settle(self, result: AgentResult | None, error: BaseException | None) -> bool:
+        """Store the run's end and tell every follower; whether it ended as an error."""
         # The final write below must land after any checkpoint in flight, never before it.
         await self.manager.checkpoints_done()
         ended = False
@@ -677,3 +693,4 @@ class ActiveRun:
             self.settled = True
             self._wake()
             self.manager.release(self.conversation_id, self)
+        return result is None or not ended

@@ -31,7 +31,7 @@ from orkestrel.protocol import ApprovalFrame, CommittedFrame, NoticeFrame, Pendi
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
 from ..runtime.spec import LoadedSession
-from ..runtime.summarizer import make_summarizer
+from ..runtime.summarizer import CompactionFailed, make_summarizer
 from ..runtime.usage import UsageRecorder
 from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
@@ -457,7 +457,9 @@ class RunManager:
                 return
 
     async def compact(self, *, user_id: int, conversation_id: str, focus: str | None) -> Any:
-        """Fold the conversation's older history now (with an optional focus)."""
+        """Fold the conversation's older history now (with an optional focus): the section, or
+        ``None`` when there is nothing to fold yet. ``CompactionFailed`` when the summary could
+        not be made (a blank answer, a failed model call): nothing is folded."""
         if self.busy(conversation_id):
             raise Busy("a reply is still running in this conversation")
         self._starting.add(conversation_id)
@@ -475,7 +477,17 @@ class RunManager:
                     ),
                 )
             # A manual fold keeps only the latest exchange verbatim: the user asked for room.
-            section = await conversation.compact(keep=MANUAL_KEEP)
+            try:
+                section = await conversation.compact(keep=MANUAL_KEEP)
+            except CompactionFailed:
+                raise
+            except Exception as error:
+                # The model server failed, or answered what is no summary: nothing folded.
+                logger.warning("compacting %s failed", conversation_id, exc_info=True)
+                reason = str(error)[:200] or type(error).__name__
+                raise CompactionFailed(
+                    f"Older messages could not be summarized ({reason}): nothing was folded."
+                ) from error
             if section is not None:
                 await session.conversations.save(conversation_id)
             return section

@@ -22,7 +22,8 @@ from conversations.branches import (
     retry_point,
     select_branch,
 )
-from conversations.pending import pop_pending, queue_pending
+from conversations.pending import queue_pending
+from conversations.taking_back import Taken, pop_pending
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ApprovalFrame,
@@ -42,8 +43,9 @@ from orkestrel.protocol import (
 from ..runtime.arguments import check_arguments
 from ..runtime.overrides import RunOverrides
 from ..runtime.skills import Activation, activate_skills
+from ..runtime.summarizer import CompactionFailed
 from .commands import Compact, Continue, LoadSkill, Say
-from .errors import Busy
+from .errors import Busy, NothingPending
 from .follow import follow_remote
 from .groups import is_shared, join_group
 from .interruptions import replayed
@@ -57,7 +59,7 @@ from .records import (
     run_conversation,
     stored_events,
 )
-from .submissions import Repeat, read_submission
+from .submissions import AfterPending, Repeat, read_submission
 
 __all__ = ["TERMINAL", "Compacted", "Queued", "RunHandle", "RunService", "run_service"]
 
@@ -142,13 +144,21 @@ class RunService:
     ) -> RunHandle | Queued | Compacted | Activation | Repeat:
         """What a person submits: a message (trimmed, a prompt template expanded), or a slash
         command (``commands``) done just before its run; ``NothingToContinue`` for
-        ``/continue`` on an empty conversation, ``UnknownSkill`` for a ``/skill`` not offered.
-        A message sent while a run is busy is queued as pending (``Queued``): the next run
-        takes it. An identical submission right after the previous one is ignored
-        (``Repeat``: nothing stored, nothing run)."""
+        ``/continue`` (or a blank message) on an empty conversation, ``UnknownSkill`` for a
+        ``/skill`` not offered. A message sent while a run is busy is queued as pending
+        (``Queued``): the next run takes it; one sent (or a continue) while messages a failed
+        run left still wait goes after them, and its run takes them all. An identical
+        submission right after the previous one is ignored (``Repeat``: nothing stored,
+        nothing run)."""
         match await in_thread(read_submission)(user_id, conversation_id, content, images):
             case Repeat() as repeat:
                 return repeat
+            case AfterPending(content=text):
+                # Messages wait (behind a run, or left by a failed one): this one goes after
+                # them, and the next run takes them all, in the order they were sent.
+                if text is not None:
+                    return await self._queue(user_id, conversation_id, text, images, nonce)
+                return await self._continue_pending(user_id, conversation_id, nonce)
             case Say(content=text):
                 try:
                     return await self.start(
@@ -192,12 +202,34 @@ class RunService:
         content: str,
         images: tuple[str, ...],
         nonce: str | None,
-    ) -> Queued:
+    ) -> Queued | RunHandle:
         pending = await in_thread(queue_pending)(user_id, conversation_id, content, images, nonce)
         self.manager.publish(conversation_id, encode(PendingFrame(messages=pending, taken=[])))
-        # The run may have ended meanwhile: then nothing else would take them.
-        await self.manager.next_from_pending(user_id, conversation_id)
+        # No run may be going (it ended meanwhile, or failed): then this starts the next one.
+        started = await self.manager.next_from_pending(user_id, conversation_id)
+        if started is not None:
+            return RunHandle(started.run_id, conversation_id, started.frames[0]["message"])
         return Queued(pending)
+
+    async def _continue_pending(
+        self, user_id: int, conversation_id: str, nonce: str | None
+    ) -> RunHandle:
+        """A continue while messages wait: the run takes them (``Busy`` while one runs)."""
+        try:
+            active = await self.manager.start(
+                user_id=user_id,
+                conversation_id=conversation_id,
+                content=None,
+                nonce=nonce,
+                from_pending=True,
+            )
+        except NothingPending:
+            # Another start took them meanwhile: continue on the history as it stands.
+            return await self.start(
+                user_id=user_id, conversation_id=conversation_id, content=None, nonce=nonce
+            )
+        self.manager.publish(conversation_id, encode(PendingFrame(messages=[], taken=[])))
+        return RunHandle(active.run_id, conversation_id, active.frames[0]["message"])
 
     async def decide(
         self,
@@ -229,9 +261,10 @@ class RunService:
             conversation_id, encode(ApprovalFrame(approvals=waiting, decided=decided))
         )
 
-    async def pop_pending(self, *, user_id: int, conversation_id: str) -> list[str]:
+    async def pop_pending(self, *, user_id: int, conversation_id: str) -> Taken:
         """Take the pending messages back (seed 004's ``pendingPop``): their texts, oldest
-        first; every tab sees the queue empty."""
+        first, and their images, waiting again as attachments a next send names; every tab
+        sees the queue empty."""
         taken = await in_thread(pop_pending)(user_id, conversation_id)
         self.manager.publish(conversation_id, encode(PendingFrame(messages=[], taken=[])))
         return taken
@@ -387,11 +420,20 @@ class RunService:
     ) -> SectionPayload | None:
         """Fold the conversation's older history now; every follower sees the ``compaction``.
 
-        ``None`` when there is nothing to fold yet; ``Busy`` while a run is going.
+        ``None`` when there is nothing to fold yet; ``Busy`` while a run is going;
+        ``CompactionFailed`` when no summary could be made (nothing folded: every follower
+        gets the ``compaction_failed`` notice, as for an automatic fold).
         """
-        section = await self.manager.compact(
-            user_id=user_id, conversation_id=conversation_id, focus=focus
-        )
+        try:
+            section = await self.manager.compact(
+                user_id=user_id, conversation_id=conversation_id, focus=focus
+            )
+        except CompactionFailed as error:
+            self.manager.publish(
+                conversation_id,
+                encode(NoticeFrame(code=CompactionFailed.code, message=str(error))),
+            )
+            raise
         if section is None:
             return None
         payload = compaction_payload(section)

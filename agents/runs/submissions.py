@@ -1,7 +1,9 @@
 """What a person's submission becomes, read just before its run, for every front door alike.
 
-``read_submission`` interprets it (``commands``, with the operators' prompt templates) and
-drops an accidental double submit (seed 004: "an identical user submission immediately
+``read_submission`` interprets it (``commands``, with the operators' prompt templates), puts
+it behind messages still waiting with no run to take them (``AfterPending``: a failed run left
+them, seed 004: "an error leaves them pending until a later run"), and drops an accidental
+double submit (seed 004: "an identical user submission immediately
 following another user submission is ignored"). A submission repeats the previous one when
 it says the same (the same text once trimmed and expanded, the same images), on the same
 user's same conversation, within ``ORKESTREL["DOUBLE_SUBMIT_SECONDS"]`` (2 s) of when that
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Model
@@ -24,9 +27,9 @@ from orkestrel.protocol import MessagePayload, PendingPayload, message_payload
 from orkestrel.statements import Names, Query, field_of, prep
 
 from ..models import PromptTemplate
-from .commands import Command, Say, interpret
+from .commands import Command, Continue, Say, interpret
 
-__all__ = ["DOUBLE_SUBMIT_SECONDS", "Repeat", "find_repeat", "read_submission"]
+__all__ = ["DOUBLE_SUBMIT_SECONDS", "AfterPending", "Repeat", "find_repeat", "read_submission"]
 
 DOUBLE_SUBMIT_SECONDS = 2.0
 
@@ -44,17 +47,30 @@ class Repeat:
     pending: list[PendingPayload] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AfterPending:
+    """A message (``content``) or a continue (``None``) while messages wait: it goes behind
+    them, and the next run takes them all, in the order they were sent."""
+
+    content: str | None
+
+
 def read_submission(
     user_id: int, conversation_id: str, content: str, images: tuple[str, ...] = ()
-) -> Command | Repeat:
-    """What the user's submission asks for, or ``Repeat`` (synchronous: call it in a thread;
-    one or two small queries, one more for a ``/name``)."""
+) -> Command | Repeat | AfterPending:
+    """What the user's submission asks for, ``Repeat``, or ``AfterPending`` (synchronous:
+    call it in a thread; one to three small queries, one more for a ``/name``)."""
     command = interpret(content, images=bool(images), expand=PromptTemplate.objects.expansion)
+    if not isinstance(command, Say | Continue):
+        return command
+    latest = _LATEST_PENDING.rows([prep(Conversation, "id", conversation_id), user_id])
     if isinstance(command, Say):
         window = settings.ORKESTREL.get("DOUBLE_SUBMIT_SECONDS", DOUBLE_SUBMIT_SECONDS)
-        repeat = find_repeat(user_id, conversation_id, command.content, images, window)
+        repeat = find_repeat(user_id, conversation_id, command.content, images, window, latest)
         if repeat is not None:
             return repeat
+    if latest:
+        return AfterPending(command.content if isinstance(command, Say) else None)
     return command
 
 
@@ -101,16 +117,18 @@ def find_repeat(
     content: str,
     images: tuple[str, ...],
     window: float,
+    latest: list[tuple[Any, ...]] | None = None,
 ) -> Repeat | None:
     """The previous submission on the user's conversation if ``content`` and ``images``
-    repeat it within ``window`` seconds of its acceptance, else ``None``."""
+    repeat it within ``window`` seconds of its acceptance, else ``None``; ``latest`` is the
+    latest pending message's row when the caller has read it."""
     if window <= 0:
         return None
     cutoff = timezone.now() - timedelta(seconds=window)
-    # Messages wait only behind a running answer, whose own message came before them: the
-    # latest pending one, if any, is the latest submission.
+    # Messages wait only behind a running answer (or one that failed), whose own message came
+    # before them: the latest pending one, if any, is the latest submission.
     key = prep(Conversation, "id", conversation_id)
-    found = _LATEST_PENDING.rows([key, user_id])
+    found = _LATEST_PENDING.rows([key, user_id]) if latest is None else latest
     if found:
         pk, queued, created = found[0]
         if created < cutoff or queued != content:

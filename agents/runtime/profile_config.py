@@ -16,6 +16,7 @@ from typing import Any
 
 from orkestrel.core import Scope
 
+from ..mcp.endpoint import McpEndpoint, load_profile_servers
 from ..models import AgentProfile, AuthorityPolicy, AuthorityRule, ProviderEndpoint, Tool
 
 __all__ = ["ProfileAccess", "ProfileConfig", "load_profile_config", "profile_config"]
@@ -52,6 +53,8 @@ class ProfileConfig:
     # Read with the rest, so a run start checks access without the correlated subqueries
     # that cost more than the rest of its first query (``bench/runs.py``).
     access: ProfileAccess
+    # The enabled MCP servers the profile uses (each one's own access is checked per run).
+    mcp_servers: tuple[McpEndpoint, ...] = ()
 
 
 _lock = threading.Lock()
@@ -74,6 +77,7 @@ def load_profile_config(profile: AgentProfile) -> ProfileConfig:
             users=frozenset(profile.users.values_list("pk", flat=True)),
             groups=frozenset(profile.groups.values_list("pk", flat=True)),
         ),
+        mcp_servers=load_profile_servers(profile.pk),
     )
 
 

@@ -43,15 +43,17 @@ from ..models import (
 from .approvals import ApprovalGate
 from .budgets import run_budget
 from .client_tools import ClientToolAuthority, Handoff, client_tool
+from .mcp_tools import McpToolSource
 from .overrides import RunOverrides
 from .providers import provider_for
 from .registry import ToolContext
 from .reports import ToolReports
 from .run_tools import RunTools
 from .session_workspaces import SessionWorkspaces, WorkspaceChanges
+from .sources import RunSources, usable_servers
 from .spec import LoadedSession, RuntimeSpec, load_session
 from .summarizer import make_summarizer
-from .toolset import build_tool_manager
+from .toolset import RowTools
 from .usage import UsageRecorder
 
 __all__ = ["ChatSession"]
@@ -139,6 +141,8 @@ class ChatSession:
             gate.then = agent.scheduler
             agent.scheduler = gate
         self.run_id: int | None = None
+        # The run's tool sources (``build`` sets them; none for a session built by hand).
+        self.sources = RunSources(())
         agent.emitter.on("tool", decisions.record_result)
 
     @property
@@ -275,14 +279,26 @@ class ChatSession:
             agent=agent,
             reports=reports,
         )
-        tools = build_tool_manager(spec.tools, context)
-        for tool in tools.tools():
-            agent.context.tools.add(tool)
+        # The one composition root of a run's tools: the rows, then the MCP servers the
+        # user may use; closed once the run settles (``finish`` or ``error``).
+        sources = RunSources(
+            McpToolSource(server) for server in await usable_servers(spec.mcp_servers, spec.user_id)
+        )
+        await sources.open()
+        sources.equip(agent.context, RowTools(spec.tools, context))
+        agent.emitter.on("finish", sources.close_soon)
+        agent.emitter.on("error", sources.close_soon)
         for definition in overrides.client_tools:
             agent.context.tools.add(client_tool(definition))
-        return cls(
+        session = cls(
             spec, agent, conversations, workspaces, decisions, overrides, gate, run_tools, reports
         )
+        session.sources = sources
+        return session
+
+    async def close(self) -> None:
+        """Close the run's tool sources (their connections); the agent's end does it too."""
+        await self.sources.close()
 
     async def commit(
         self,

@@ -19,6 +19,7 @@ from orkestrel.statements import Query
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
+from ..mcp.endpoint import McpEndpoint
 from ..models import (
     AgentProfile,
     AuthorityPolicy,
@@ -72,6 +73,8 @@ class RuntimeSpec:
     title: str = ""
     usage: TokenUsage = field(default_factory=TokenUsage)
     cost: Decimal | None = None
+    # The profile's enabled MCP servers (whether this user may use each is checked at build).
+    mcp_servers: tuple[McpEndpoint, ...] = ()
 
 
 def group_ids(user_id: int) -> list[int]:
@@ -186,6 +189,7 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         title=conversation.title,
         usage=conversation.token_usage(),
         cost=conversation.cost,
+        mcp_servers=config.mcp_servers,
     )
 
 

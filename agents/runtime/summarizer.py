@@ -16,7 +16,7 @@ from orkestrel.db import in_thread
 
 from .usage import UsageRecorder
 
-__all__ = ["SUMMARY_INSTRUCTION", "SUMMARY_TIMEOUT", "make_summarizer"]
+__all__ = ["SUMMARY_INSTRUCTION", "SUMMARY_TIMEOUT", "CompactionFailed", "make_summarizer"]
 
 SUMMARY_TIMEOUT = 120.0
 SUMMARY_INSTRUCTION = (
@@ -25,13 +25,24 @@ SUMMARY_INSTRUCTION = (
 )
 
 
+class CompactionFailed(RuntimeError):
+    """The model gave no summary (a blank answer) or could not be asked: nothing was folded.
+
+    Raised by the summarizer, so the kit's fold stays atomic; an automatic fold reports it as
+    the ``compaction_failed`` notice, a manual one refuses with that code.
+    """
+
+    code = "compaction_failed"
+
+
 def make_summarizer(
     provider: Provider, focus: str | None = None, usage: UsageRecorder | None = None
 ) -> ConversationSummarizer:
     """A summarizer calling ``provider``; ``focus`` says what the summary must keep (seed 004).
 
     With ``usage`` each summary's reported usage is added to the conversation's (and so its
-    cost): compaction spends tokens like any answer.
+    cost): compaction spends tokens like any answer. A blank summary raises
+    ``CompactionFailed``: an empty recap must never stand in for the history it folds.
     """
     instruction = SUMMARY_INSTRUCTION
     if focus:
@@ -45,6 +56,9 @@ def make_summarizer(
         if usage is not None and result.usage is not None and result.usage.total:
             # Counters and cost only: a summary's prompt is not the conversation's context.
             await in_thread(usage.add)(sanitize_usage(result.usage))
-        return result.content.strip()
+        summary = result.content.strip()
+        if not summary:
+            raise CompactionFailed("The model gave no summary: nothing was folded.")
+        return summary
 
     return summarize

@@ -6,17 +6,18 @@ guarded (argument schema, the row's timeout; a command bounds its own time, so i
 deadline is a backstop behind it). What the operator wrote on the row (description, summary,
 parameters) wins over a built-in's defaults; a row left at its defaults keeps the built-in's
 own. The row's safety is the tool's own unless marked always or never safe, either way for a
-built-in too (``Tool.safety``).
+built-in too (``Tool.safety``). ``RowTools`` is the rows as a run's tool source (``sources``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from jsonschema import SchemaError
 
-from orkestrel.core import Tool, ToolManager, create_tool
+from orkestrel.core import Scope, Tool, ToolManager, create_tool
 
 from ..models import Tool as ToolRow
 from ..validators import default_parameters
@@ -25,7 +26,7 @@ from .command_tools import build_command_tool, guard_timeout
 from .http_tools import build_http_tool
 from .registry import BuiltinTool, ToolContext, ToolRegistry, builtin_tools
 
-__all__ = ["build_tool", "build_tool_manager"]
+__all__ = ["RowTools", "build_tool", "build_tool_manager"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,3 +90,39 @@ def build_tool_manager(
         if tool is not None:
             manager.add(tool)
     return manager
+
+
+class RowTools:
+    """The enabled tool rows of a profile as a tool source: built at once, nothing to open.
+
+    Built synchronously (a job's agent is built so), from rows loaded already.
+    """
+
+    label = "tool rows"
+
+    def __init__(
+        self, rows: Iterable[ToolRow], context: ToolContext, registry: ToolRegistry = builtin_tools
+    ) -> None:
+        self.manager = build_tool_manager(rows, context, registry)
+
+    async def open(self) -> None:
+        return None
+
+    def tools(self) -> Sequence[Tool]:
+        return self.manager.tools()
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        tool = self.manager.tool(name)
+        if tool is None:
+            raise LookupError(f"tool not found: {name}")
+        return await tool.run(arguments)
+
+    def admitted_by(self, scope: Scope) -> bool:
+        # A row's tool passes a scope's allow-list by its own name, as before sources.
+        return False
+
+    def watch(self, listener: Callable[[], None]) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None

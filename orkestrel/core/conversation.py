@@ -303,7 +303,9 @@ class Conversation:
         """Fold the oldest live messages into a new section; ``None`` when nothing folds.
 
         Calls the summarizer for the section, again for the rollup, and a third time when the
-        ``sections`` cap overflows. Atomic: if the summarizer raises, nothing changes.
+        ``sections`` cap overflows. Atomic: if the summarizer raises, nothing changes; if it
+        answers a blank summary (no usable text), nothing folds either (seed 004: a no-op,
+        the context untouched), so a recap never replaces the history with nothing.
 
         Raises:
             ConversationError: ``SUMMARIZER`` without a summarizer; ``SECTIONS`` for a cap < 1.
@@ -323,15 +325,23 @@ class Conversation:
             if cut == 0:
                 return None
             folded = tail[:cut]
-            section = Section(mint_id(), await _call(summarize, folded), folded)
+            summary = await _call(summarize, folded)
+            if not summary.strip():
+                return None
+            section = Section(mint_id(), summary, folded)
             history = (*self._sections, section)
             rollup = await _call(summarize, _as_prompt(history))
+            if not rollup.strip():
+                return None
             merged: Section | None = None
             if cap is not None and len(history) > cap:
                 overflow = history[: len(history) - cap + 1]
+                recap = await _call(summarize, _as_prompt(overflow))
+                if not recap.strip():
+                    return None
                 merged = Section(
                     mint_id(),
-                    await _call(summarize, _as_prompt(overflow)),
+                    recap,
                     tuple(message for item in overflow for message in item.messages),
                 )
                 history = (merged, *history[len(overflow) :])

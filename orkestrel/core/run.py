@@ -82,6 +82,8 @@ class Run:
         self.usage: TokenUsage | None = None
         self.futile = False
         self.committed = False
+        # The last tool batch's ``system`` texts, until the next request (``_add_system``).
+        self.system: list[str] = []
         self.conversation: Conversation = agent.context.messages
 
     @property
@@ -161,12 +163,15 @@ class Run:
             if turn and scheduler is not None:
                 before = self.conversation.count
                 await scheduler.yield_(signal=signal)
-                if signal.aborted:
-                    return "abort"
                 if self.conversation.count > before:
                     # What the scheduler appended (a person's messages sent meanwhile) joins
                     # this request, after the last turn's tool results.
                     messages.extend(self.conversation.messages()[before:])
+                if signal.aborted:
+                    self._add_system(messages)
+                    return "abort"
+            # The tools' ``system`` texts follow the batch AND the queued input (seed 004).
+            self._add_system(messages)
             emitter.emit("turn", turn)
             self.content = ""
             self.committed = False
@@ -192,9 +197,11 @@ class Run:
                 # That turn's text is committed with its calls; the next answer starts empty.
                 self.content = ""
             if signal.aborted:
+                self._add_system(messages)
                 return "abort"
             if turn < self.limit and trimming:
                 messages = await self._trim(messages)
+        self._add_system(messages)
         return "exhaust" if self.limit > 0 else "done"
 
     # -- provide: one provider call, streamed, metered ---------------------------------------
@@ -317,7 +324,6 @@ class Run:
                 results[item.id] = item
         push = self.channel.push
         add = self.conversation.add
-        system: list[str] | None = None
         for call in calls:
             result = results.get(call.id) or ToolResult(
                 call.id, call.name, error=CANCELLED_TOOL, cancelled=True
@@ -328,15 +334,17 @@ class Run:
             )
             messages.append(message)
             if result.system:
-                if system is None:
-                    system = []
-                system.extend(result.system)
+                # Held until the next request: they follow the whole batch of tool messages
+                # and the user input queued meanwhile, which the scheduler adds first.
+                self.system.extend(result.system)
             push(ToolChunk(call, result))
             emitter.emit("tool", call, result)
-        if system is not None:
-            # The tools' ``system`` texts follow the whole batch of tool messages.
-            for text in system:
-                messages.append(add(Message(mint_id(), "system", text)))
+
+    def _add_system(self, messages: list[Message]) -> None:
+        """Append the held ``system`` texts of the last tool batch (none: nothing)."""
+        held, self.system = self.system, []
+        for text in held:
+            messages.append(self.conversation.add(Message(mint_id(), "system", text)))
 
     async def _execute(self, batches: list[list[ToolCall]]) -> list[ToolResult]:
         """Run the batches in order, bounded by the run's signal; the calls that finished."""

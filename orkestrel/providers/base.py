@@ -160,7 +160,13 @@ class Turn:
         )
 
     def fail(self, message: str, body: str | None = None, retryable: bool = False) -> ProviderError:
-        return self._error(message, body=body, retryable=retryable)
+        """The model server reported an error in the stream: ``message`` quotes it, so it goes
+        to the log and the error's ``body`` only; users read that the server failed."""
+        return self._error(
+            "the model server reported an error mid-stream",
+            body=message if body is None else body,
+            retryable=retryable,
+        )
 
     def finish(self, out: list[ProviderStreamItem]) -> None:
         """Settle the end of the body: the splitter's held tail, then the completeness check."""

@@ -13,18 +13,25 @@ Why a reader task: an abort must close the connection at once, even while the co
 busy elsewhere. The signal's listener cancels the task (the transport then drops the socket)
 and wakes the consumer, which raises; nothing is left pending once ``aclose()`` returns.
 
-Every error becomes a ``ProviderError`` carrying the provider name, the status and a short,
-redacted excerpt of the body: the API key never reaches a message.
+Every error becomes a ``ProviderError`` whose message names the failure in our own words (the
+provider, the status and its meaning, or the kind: timeout, connection refused...), which users
+read in a run's ``error``. What the model server said (its body, an exception's text) can name
+accounts or key suffixes: it goes to the log and the error's ``body`` (a short, redacted
+excerpt), never the message; the API key reaches neither.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import json
+import logging
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from typing import Any, Final
 
 import httpx
@@ -43,6 +50,8 @@ __all__ = [
     "RetryListener",
     "retry_after",
 ]
+
+logger = logging.getLogger(__name__)
 
 # How much of an error body is kept on a ProviderError (characters) and read (bytes).
 EXCERPT_LIMIT: Final = 500
@@ -173,9 +182,17 @@ class ProviderHttp:
         status: int | None = None,
         body: str | None = None,
         retryable: bool = False,
+        detail: str | None = None,
     ) -> ProviderError:
-        """A ``ProviderError`` for this provider, redacted (and free of lone surrogates)."""
+        """A ``ProviderError`` for this provider, redacted (and free of lone surrogates).
+
+        ``message`` is ours, for users; the server's words (``body``, or ``detail``: an
+        exception's text) are logged and kept on ``body``, never put in the message.
+        """
         excerpt = None if body is None else self.redact(_squeeze(scrub_text(body)))
+        said = excerpt if detail is None else self.redact(_squeeze(scrub_text(detail)))
+        if said:
+            logger.warning("%s: %s; the model server said: %s", self.provider, message, said)
         return ProviderError(
             f"{self.provider}: {self.redact(scrub_text(message))}",
             provider=self.provider,
@@ -201,21 +218,30 @@ def _squeeze(text: str) -> str:
     return text if len(text) <= EXCERPT_LIMIT else text[: EXCERPT_LIMIT - 1] + "…"
 
 
-def _detail(body: str) -> str:
-    """The error message inside a JSON error body, else the body itself."""
+def _answered(status: int) -> str:
+    """A status the model server answered, in words: ``HTTP 502 (bad gateway)``."""
     try:
-        data = json.loads(body)
+        meaning = HTTPStatus(status).phrase.lower()
     except ValueError:
-        return body
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, str):
-            return error
-        if isinstance(error, dict):
-            message = error.get("message")
-            if isinstance(message, str):
-                return message
-    return body
+        meaning = "an unknown status"
+    return f"the model server answered HTTP {status} ({meaning})"
+
+
+def _unreachable(exc: BaseException) -> str:
+    """Why a connect failed, in words: the exception's own text (hosts, addresses) is logged."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    # The OS's reason first: the aiohttp transport reports a refused connect as a timeout.
+    if any(isinstance(link, socket.gaierror) for link in chain):
+        return "host not found"
+    if any(isinstance(link, OSError) and link.errno == errno.ECONNREFUSED for link in chain):
+        return "connection refused"
+    if any(isinstance(link, httpx.ConnectTimeout | TimeoutError) for link in chain):
+        return "connect timeout"
+    return type(exc).__name__
 
 
 async def _read_excerpt(response: httpx.Response) -> str:
@@ -402,18 +428,20 @@ class Exchange:
         except TimeoutError:
             return http.error(f"no answer within {first:g} s", retryable=True), None
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            return http.error(f"cannot connect ({type(exc).__name__}: {exc})", retryable=True), None
+            message = f"cannot connect to the model server ({_unreachable(exc)})"
+            return http.error(message, detail=str(exc), retryable=True), None
         except httpx.TimeoutException as exc:
             return http.error(f"request timed out ({type(exc).__name__})"), None
         except httpx.HTTPError as exc:
-            return http.error(f"request failed ({type(exc).__name__}: {exc})"), None
+            message = f"request failed ({type(exc).__name__})"
+            return http.error(message, detail=str(exc)), None
         try:
             status = self.status = response.status_code
             if status >= 300:  # redirects are not followed: a 3xx is a misconfigured URL
                 text = await _read_excerpt(response)
                 retryable = status == 429 or status >= 500
                 error = http.error(
-                    f"HTTP {status}: {_squeeze(_detail(text))}",
+                    _answered(status),
                     status=status,
                     body=text,
                     retryable=retryable,
@@ -436,8 +464,8 @@ class Exchange:
                 self._push(http.error(f"stream timed out ({type(exc).__name__})", status=status))
                 return None
             except httpx.HTTPError as exc:
-                message = f"connection broken mid-stream ({type(exc).__name__}: {exc})"
-                self._push(http.error(message, status=status))
+                message = f"connection broken mid-stream ({type(exc).__name__})"
+                self._push(http.error(message, status=status, detail=str(exc)))
                 return None
             self._push(_EOF)
             return None

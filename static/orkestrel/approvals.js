@@ -1,7 +1,9 @@
+// @ts-check
 // Tool calls waiting for a person: the box above the composer that shows each one with its
 // full arguments, and answers it with an `approve` frame (Approve, Deny with a reason the
 // model reads, or Approve with edited arguments). Every tab shows the same list: the server's
-// `approval` frames and the `state` frame replace it whole.
+// `approval` frames and the `state` frame replace it whole. A call that comes to wait is
+// brought into view with Approve focused, and announced to screen readers.
 
 import { el, prettyJson } from "./render.js";
 
@@ -20,6 +22,10 @@ export class ApprovalPanel {
       hidden: true,
     });
     before.before(this.box);
+    // Read out when a call comes to wait (the box itself is not a live region: its buttons
+    // and fields would be read again on every update).
+    this.announcer = el("p", { className: "visually-hidden", "aria-live": "assertive", "data-testid": "approval-announcer" });
+    this.box.after(this.announcer);
   }
 
   /** Show `approvals` (the pending ones; an empty list hides the box). A call already shown
@@ -29,10 +35,23 @@ export class ApprovalPanel {
     const shown = new Map(
       Array.from(this.box.children, (item) => [item.dataset.approvalId, item]),
     );
+    const fresh = waiting.filter((approval) => !shown.has(String(approval.id)));
     this.box.replaceChildren(
       ...waiting.map((approval) => shown.get(String(approval.id)) || this.item(approval)),
     );
     this.box.hidden = waiting.length === 0;
+    if (fresh.length) this.present(fresh);
+  }
+
+  /** New calls wait: say so, and put the first one's Approve where the eye is. */
+  present(fresh) {
+    const names = fresh.map((approval) => approval.tool).join(", ");
+    this.announcer.textContent = `${fresh.length === 1 ? "A tool call waits" : `${fresh.length} tool calls wait`} for your approval: ${names}.`;
+    const item = this.box.querySelector(`[data-approval-id="${CSS.escape(String(fresh[0].id))}"]`);
+    if (!item) return;
+    item.scrollIntoView({ block: "center" });
+    const approve = item.querySelector("[data-testid=approval-approve]");
+    if (approve instanceof HTMLElement) approve.focus({ preventScroll: true });
   }
 
   /** A decision was refused (bad arguments, decided elsewhere): the buttons work again. */

@@ -97,6 +97,35 @@ export class Attachments {
     return li;
   }
 
+  /** Give back images the server holds already (pending messages taken back, each
+   * `{id, mime, size}`): listed by type and size, sent again by their ids. */
+  restore(attached) {
+    let left = 0;
+    for (const item of attached) {
+      if (this.items.length >= MAX_IMAGES) {
+        left += 1;
+        continue;
+      }
+      const label = `${item.mime || "image"} · ${sizeText(item.size || 0)}`;
+      const name = document.createElement("span");
+      name.className = "attachment-name";
+      name.textContent = `taken back: ${label}`;
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "attachment-remove";
+      remove.setAttribute("aria-label", `Remove ${label}`);
+      remove.textContent = "×";
+      const li = document.createElement("li");
+      li.className = "attachment";
+      li.dataset.testid = "attachment";
+      li.append(name, remove);
+      this.list.append(li);
+      this.items.push({ file: null, li, id: item.id });
+    }
+    if (left) this.notify(`${left} more image(s) wait on the server; send these first.`, "warning");
+    this.show();
+  }
+
   remove(index) {
     const [item] = this.items.splice(index, 1);
     item.li.remove();

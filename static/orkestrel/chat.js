@@ -9,8 +9,10 @@
 import { ApprovalPanel } from "./approvals.js";
 import { Attachments } from "./attachments.js";
 import { LiveRun } from "./live.js";
+import { copyText } from "./markdown.js";
 import { APPLY, GAP, RunTracker } from "./protocol.js";
 import {
+  DECISIONS,
   el,
   fillOriginals,
   messageAction,
@@ -20,6 +22,8 @@ import {
   renderMessage,
   renderSection,
   renderToolCard,
+  showDecision,
+  SOURCES,
   transcriptItems,
 } from "./render.js";
 import { embeddedTemplates, SlashMenu } from "./slash.js";
@@ -215,6 +219,8 @@ window.addEventListener("scroll", showJump, { passive: true });
 
 function follow(wasNear) {
   if (!wasNear) return;
+  // A call waiting for a decision stays where the eye is, not the message above it.
+  if (!approvals.box.hidden) return;
   const last = transcript.lastElementChild;
   if (last) last.scrollIntoView({ block: "end" });
 }
@@ -297,6 +303,8 @@ function renderState(state) {
     failures: new Set(state.failures || []),
     displays: state.displays || {},
   };
+  DECISIONS.clear();
+  for (const decision of Object.values(state.decisions || {})) DECISIONS.set(decision.call_id, decision);
   const nodes = [];
   for (const section of state.sections || []) {
     nodes.push(renderSection(section, notes, sectionUrl(section.id)));
@@ -464,6 +472,7 @@ const handlers = {
   },
   approval(frame) {
     approvals.show(frame.approvals || []);
+    if (frame.decided) showDecision(transcript, frame.decided);
   },
   branches(frame) {
     // The chosen branch changed (here or in another tab): the messages shown did too.
@@ -475,7 +484,13 @@ const handlers = {
   },
   pending(frame) {
     showPending(frame.messages || []);
-    if (frame.taken && frame.taken.length) restoreDraft(frame.taken.join("\n\n"));
+    // Taken back: the texts into the box (after what it holds), the images as attachments.
+    if (frame.taken && frame.taken.length) {
+      const text = frame.taken.filter((part) => part).join("\n\n");
+      input.value = input.value.trim() ? `${input.value}\n\n${text}` : text;
+      autosize();
+    }
+    if (frame.attachments && frame.attachments.length) attachments.restore(frame.attachments);
   },
   notice(frame) {
     const fallback = "Something did not work as expected; the answer goes on.";
@@ -613,7 +628,17 @@ let lastCommand = null; // a `/skill` just sent, given back to the box if it is 
 async function submitMessage() {
   if (submitting) return;
   const content = input.value;
-  if (!content.trim() && !attachments.count) return;
+  if (!content.trim() && !attachments.count) {
+    // As the server reads it (seed 004): an empty submission continues, like `/continue`. Not
+    // while an answer runs or a message is on its way: that would only be refused as busy.
+    if (live || pending.size) return;
+    if (!send({ type: "send", content: "", nonce: nonce() })) {
+      notify("Not connected right now; reconnecting…", "warning");
+    }
+    input.value = "";
+    autosize();
+    return;
+  }
   const command = attachments.count ? null : content.trim().match(/^\/compact(?:\s+([\s\S]*))?$/);
   if (command) {
     // Done at once, no run: as the "Compact history" form does.
@@ -738,6 +763,26 @@ transcript.addEventListener(
   },
   true,
 );
+
+// Copy buttons: a message as it was written (markdown), a code block as its text.
+transcript.addEventListener("click", async (event) => {
+  const button = event.target.closest(".msg-copy, .code-copy");
+  if (!button) return;
+  let text = "";
+  if (button.classList.contains("code-copy")) {
+    text = button.closest(".code-block")?.querySelector("pre > code")?.textContent || "";
+  } else {
+    const li = button.closest(".msg");
+    text = SOURCES.get(li) ?? li?.querySelector(":scope > .msg-body")?.textContent ?? "";
+  }
+  const copied = await copyText(text);
+  button.textContent = copied ? "Copied" : "Copy failed";
+  button.dataset.copied = copied ? "true" : "false";
+  setTimeout(() => {
+    button.textContent = "Copy";
+    delete button.dataset.copied;
+  }, 1500);
+});
 
 // "Show earlier messages": the page before the first live message shown goes above it.
 transcript.addEventListener("click", async (event) => {

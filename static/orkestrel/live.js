@@ -1,8 +1,12 @@
+// @ts-check
 // One streaming run in the transcript. A run can span several assistant turns (text, then tool
 // calls, then more text); each turn gets its own `li.msg-assistant`, as the committed messages
-// will, so the page looks the same before and after a `state` re-render.
+// will, so the page looks the same before and after a `state` re-render. The answer text is
+// rendered as markdown while it streams (markdown.js), and kept as it is when it is committed.
 
+import { MarkdownStream } from "./markdown.js";
 import {
+  copyButton,
   el,
   fillBody,
   fillToolCard,
@@ -11,6 +15,7 @@ import {
   renderToolCard,
   thinkingLabel,
   thinkingSeconds,
+  SOURCES,
   updateToolDisplay,
 } from "./render.js";
 
@@ -22,7 +27,10 @@ export class LiveRun {
   constructor(id, transcript) {
     this.id = String(id);
     this.transcript = transcript;
-    this.turns = []; // {li, body, text, thinking, thinkingText, thinkingSeconds, cards: Map, messageId}
+    this.turns = []; // {li, body, stream, thinking, thinkingText, thinkingSeconds, cards: Map, messageId}
+    // Cards of calls an earlier run made (a decision on a held call resumes the run under a new
+    // id): they are updated where they are, never drawn again.
+    this.earlier = new Map();
     this.settled = false;
     this.aborted = null; // the reason of an `abort` frame
     this.exhausted = undefined; // the limit of an `exhaust` frame
@@ -42,7 +50,7 @@ export class LiveRun {
     const turn = {
       li,
       body: null,
-      text: null,
+      stream: null,
       thinking: null,
       thinkingText: null,
       thinkingSeconds: 0,
@@ -56,8 +64,7 @@ export class LiveRun {
   _body(turn) {
     if (!turn.body) {
       turn.body = el("div", { className: "msg-body streaming", "aria-live": "polite", "aria-busy": "true" });
-      turn.text = document.createTextNode("");
-      turn.body.append(turn.text);
+      turn.stream = new MarkdownStream(turn.body);
       // The answer text goes above this turn's tool cards.
       const firstCard = turn.li.querySelector(":scope > .tool-card");
       turn.li.insertBefore(turn.body, firstCard);
@@ -70,7 +77,7 @@ export class LiveRun {
     let turn = this.current;
     if (!turn || turn.cards.size || turn.messageId) turn = this._turn();
     this._body(turn);
-    turn.text.appendData(content);
+    turn.stream.append(content);
   }
 
   /** Reasoning text, in a collapsed `<details>` above the turn's answer. */
@@ -120,14 +127,14 @@ export class LiveRun {
       rule: frame.rule,
       display: frame.display,
     };
-    let turn = this.current;
-    if (!turn || turn.messageId) turn = this._turn();
     const existing = this._adopt(call.id);
     if (existing) {
       existing.tool = tool;
       fillToolCard(existing.card, tool);
       return;
     }
+    let turn = this.current;
+    if (!turn || turn.messageId) turn = this._turn();
     this._addCard(turn, tool);
   }
 
@@ -207,7 +214,13 @@ export class LiveRun {
 
   _entry(callId) {
     for (const turn of this.turns) if (turn.cards.has(callId)) return turn.cards.get(callId);
-    return null;
+    if (!callId) return null;
+    if (this.earlier.has(callId)) return this.earlier.get(callId);
+    const card = this.transcript.querySelector(`.tool-card[data-call-id="${CSS.escape(callId)}"]`);
+    if (!(card instanceof HTMLElement)) return null;
+    const entry = { card, tool: { id: callId, name: card.dataset.toolName || "" } };
+    this.earlier.set(callId, entry);
+    return entry;
   }
 
   /**
@@ -223,16 +236,23 @@ export class LiveRun {
         turn.messageId = message.id;
         turn.li.dataset.messageId = message.id;
         turn.li.classList.remove("is-live");
+        if (message.content && !turn.li.querySelector(".msg-copy")) turn.li.append(copyButton());
+        if (message.content) SOURCES.set(turn.li, message.content);
         if (!turn.li.querySelector(".msg-fork")) turn.li.append(forkButton(message.id));
         if (message.thinking) {
           // The stored reasoning and its duration: the turn reads as it will after a reload.
           this._thinking(turn).data = message.thinking;
           turn.thinking.querySelector("summary").textContent = thinkingLabel(thinkingSeconds(message), true);
         }
-        if (message.content) fillBody(this._body(turn), message);
-        else if (turn.body && !turn.text.data) {
+        if (message.content && message.html && turn.stream) turn.stream.finish(message.content);
+        else if (message.content) {
+          turn.stream?.close();
+          fillBody(this._body(turn), message);
+        } else if (turn.body && !turn.stream?.text) {
+          turn.stream?.close();
           turn.body.remove();
           turn.body = null;
+          turn.stream = null;
         }
         for (const call of message.calls || []) {
           if (!this._adopt(call.id)) {
@@ -259,6 +279,7 @@ export class LiveRun {
     this.settled = true;
     for (const turn of this.turns) {
       turn.li.classList.remove("is-live");
+      if (turn.stream) turn.stream.flush();
       if (turn.body) {
         turn.body.classList.remove("streaming");
         turn.body.removeAttribute("aria-busy");
@@ -269,7 +290,8 @@ export class LiveRun {
     // A provider that does not stream still answers: show the final text if nothing did.
     if (result && result.content && !this.turns.some((turn) => turn.body)) {
       const turn = last && !last.messageId ? last : this._turn();
-      fillBody(this._body(turn), { content: result.content });
+      this._body(turn);
+      turn.stream.finish(result.content);
     }
     if (note) {
       const turn = this.current || this._turn();

@@ -1,3 +1,4 @@
+// @ts-check
 // Frame ordering for the live-chat websocket (see README, "Live chat: the websocket protocol").
 // Pure logic, no DOM: every frame of a run carries `run` and `seq` (1, 2, 3, ... without gaps).
 // The tracker says whether to apply a frame, skip it (already covered by a `state` frame, or a

@@ -1,7 +1,10 @@
+// @ts-check
 // DOM builders for the chat transcript: its one renderer. The page load (the state embedded in
 // the page), every `state` frame and the live frames all build the transcript with these, so
-// it reads the same however it was reached. Only `html` fields (markdown rendered and
-// sanitized on the server) ever reach innerHTML; every other string goes through textContent.
+// it reads the same however it was reached. Markdown goes through markdown.js (sanitized with
+// the server's allow-list); every other string goes through textContent.
+
+import { renderMarkdown } from "./markdown.js";
 
 const ROLE_LABELS = { user: "You", assistant: "Assistant", tool: "Tool result", system: "System" };
 
@@ -62,17 +65,52 @@ export function renderThinking(text, label) {
   );
 }
 
-/** Fill a message body with sanitized server HTML, or plain text when there is none. */
+/** What each message item was written as (its markdown), for its Copy button. */
+export const SOURCES = new WeakMap();
+
+/** Fill a message body: markdown rendered here when the server rendered it (a non-empty
+ * `html`: the same parser and allow-list, markdown.js), else plain text. */
 export function fillBody(body, message) {
   if (message.html) {
-    body.innerHTML = message.html;
-    body.classList.add("markdown");
+    renderMarkdown(body, message.content || "");
   } else {
     body.textContent = message.content || "";
     body.classList.add("plain");
   }
   body.classList.remove("streaming");
   body.removeAttribute("aria-busy");
+}
+
+/** People's decisions on held calls, by call id (the state's `decisions` and the approval
+ * frames' `decided`): a card drawn later still says who decided. */
+export const DECISIONS = new Map();
+
+/** "Approved by alice at 14:03:12 with {…}": who decided a held call, when, with what. */
+export function renderDecision(decision) {
+  const at = decision.decided ? new Date(decision.decided) : null;
+  const when = at && !Number.isNaN(at.getTime()) ? ` at ${at.toLocaleString()}` : "";
+  let text;
+  if (decision.status === "approved") text = `Approved by ${decision.decided_by || "an operator"}${when}`;
+  else if (decision.status === "expired" || !decision.decided_by) text = `Denied automatically${when}: nobody decided in time`;
+  else text = `Denied by ${decision.decided_by}${when}`;
+  const node = el("p", { className: `tool-decision decision-${decision.status}`, "data-testid": "tool-decision", text });
+  if (decision.status === "approved") {
+    node.append(" with ", el("code", { className: "tool-decision-args", text: JSON.stringify(decision.arguments ?? {}) }));
+  }
+  if (at) node.title = at.toISOString();
+  return node;
+}
+
+/** A decision arrived: remember it and show it on its card if the card is on the page. */
+export function showDecision(root, decision) {
+  if (!decision || !decision.call_id) return;
+  DECISIONS.set(decision.call_id, decision);
+  const card = root.querySelector(`.tool-card[data-call-id="${CSS.escape(decision.call_id)}"]`);
+  if (!card) return;
+  const node = renderDecision(decision);
+  const old = card.querySelector(":scope > .tool-decision");
+  if (old) old.replaceWith(node);
+  else card.querySelector(":scope > .tool-head")?.after(node);
 }
 
 /**
@@ -115,6 +153,8 @@ export function fillToolCard(card, tool) {
     head.append(el("span", { className: "badge badge-error", "data-testid": "tool-failed", text: "error" }));
   }
   card.append(head);
+  const decision = DECISIONS.get(tool.id);
+  if (decision) card.append(renderDecision(decision));
   const shown = renderDisplay(tool.display);
   if (shown) card.append(shown);
   if (tool.denied) {
@@ -240,10 +280,25 @@ export function renderMessage(message, tools = []) {
     li.append(el("p", { className: "msg-note", text: `${count} image${count === 1 ? "" : "s"} attached` }));
   }
   for (const tool of tools) li.append(renderToolCard(tool));
+  if (message.content && (message.role === "user" || message.role === "assistant")) {
+    SOURCES.set(li, message.content);
+    li.append(copyButton());
+  }
   if (message.id && (message.role === "user" || message.role === "assistant")) {
     li.append(forkButton(message.id));
   }
   return li;
+}
+
+/** A message's Copy button: copies what it was written as (markdown). */
+export function copyButton() {
+  return el("button", {
+    type: "button",
+    className: "link-button msg-copy",
+    "data-testid": "copy-message",
+    "aria-label": "Copy this message as Markdown",
+    text: "Copy",
+  });
 }
 
 /** The "Fork from here" button of a committed message (the chat forks through the API). */

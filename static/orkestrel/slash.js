@@ -1,3 +1,4 @@
+// @ts-check
 // The composer's slash menu: as the user types `/`, the chat's commands and the operators'
 // prompt templates that match, with their descriptions. Arrows move, Enter or Tab picks (the
 // box then reads `/name `), Escape closes. The server interprets what is sent: this only helps

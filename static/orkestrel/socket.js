@@ -1,3 +1,4 @@
+// @ts-check
 // The websocket with automatic reconnection. The backoff is the only timer on the page: a
 // background tab may delay it, so coming back to the tab (or back online) reconnects at once.
 

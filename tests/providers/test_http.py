@@ -91,7 +91,7 @@ async def test_a_scripted_tool_turn_then_answer_round_trips_through_one_provider
     assert stub.pending == 0
 
 
-async def test_an_http_500_raises_with_status_and_an_excerpt_of_the_body(
+async def test_an_http_500_raises_with_its_status_in_words_and_the_body_kept_apart(
     protocol: Protocol, stub: StubServer
 ) -> None:
     body = b'{"error": {"message": "upstream exploded", "type": "server_error"}}'
@@ -100,7 +100,11 @@ async def test_an_http_500_raises_with_status_and_an_excerpt_of_the_body(
         await collect(build(protocol, stub))
     error = caught.value
     assert (error.provider, error.status, error.retryable) == (protocol.name, 500, True)
-    assert "HTTP 500: upstream exploded" in str(error)
+    assert str(error) == (
+        f"{protocol.name}: the model server answered HTTP 500 (internal server error)"
+    )
+    # What the server said is the operators' (the log, ``body``), never the message's.
+    assert "exploded" not in str(error)
     assert error.body == body.decode()
 
 
@@ -277,7 +281,9 @@ async def test_a_refused_connection_raises_a_provider_error(protocol: Protocol) 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     chosen = protocol.make(model="m", base_url=f"http://127.0.0.1:{port}", retries=0)
-    with pytest.raises(ProviderError, match="cannot connect") as caught:
+    with pytest.raises(
+        ProviderError, match=r"cannot connect to the model server \(connection refused\)"
+    ) as caught:
         await collect(chosen)
     assert caught.value.status is None
 
@@ -297,7 +303,8 @@ async def test_the_api_key_never_appears_in_errors_or_repr(
     with pytest.raises(ProviderError) as caught:
         await collect(chosen)
     error = caught.value
-    assert "Incorrect API key provided: [redacted]" in str(error)
+    assert "HTTP 401 (unauthorized)" in str(error) and "Incorrect" not in str(error)
+    assert "Incorrect API key provided: [redacted]" in (error.body or "")
     for text in (str(error), repr(error), error.body or "", repr(chosen), str(chosen)):
         assert SECRET not in text
     assert SECRET in str(stub.requests[0].headers)  # it was sent, only never shown
@@ -524,7 +531,7 @@ async def test_a_lone_surrogate_in_an_error_body_is_replaced_in_the_error(
     stub.enqueue(Reply([body], status=400, content_type="application/json"))
     with pytest.raises(ProviderError) as caught:
         await collect(build(protocol, stub))
-    assert "HTTP 400: bad \ufffd input" in str(caught.value)
+    assert "HTTP 400 (bad request)" in str(caught.value)
     str(caught.value).encode()
     assert caught.value.body is not None
     caught.value.body.encode()

@@ -116,10 +116,11 @@ async def test_think_tags_in_content_are_split_when_the_server_does_not(stub: St
     assert (result.content, result.thinking) == ("Yes", "hmm")
 
 
-async def test_an_error_line_raises_with_the_server_message(stub: StubServer) -> None:
+async def test_an_error_line_raises_with_the_server_message_kept_apart(stub: StubServer) -> None:
     stub.enqueue(Reply(ndjson(line("par"), {"error": "model runner has unexpectedly stopped"})))
-    with pytest.raises(ProviderError, match="model runner has unexpectedly stopped"):
+    with pytest.raises(ProviderError, match="reported an error mid-stream") as caught:
         await collect(provider(stub))
+    assert "model runner has unexpectedly stopped" in (caught.value.body or "")
 
 
 async def test_a_last_line_without_newline_still_counts(stub: StubServer) -> None:

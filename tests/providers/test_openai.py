@@ -216,8 +216,11 @@ async def test_an_unparsable_event_raises_a_provider_error_with_an_excerpt(
 async def test_an_error_event_inside_the_stream_raises(stub: StubServer) -> None:
     error = {"error": {"message": "The server had an error", "type": "server_error"}}
     stub.enqueue(Reply(sse(chunk({"content": "par"}), error)))
-    with pytest.raises(ProviderError, match="The server had an error"):
+    with pytest.raises(ProviderError, match="reported an error mid-stream") as caught:
         await collect(provider(stub))
+    # The server's words are the log's and ``body``'s, never the message users read.
+    assert "The server had an error" not in str(caught.value)
+    assert "The server had an error" in (caught.value.body or "")
 
 
 async def test_a_stream_ending_without_finish_or_done_is_a_broken_stream(stub: StubServer) -> None:

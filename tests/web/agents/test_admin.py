@@ -136,6 +136,8 @@ def profile_form(**overrides) -> dict[str, object]:
         "instructions": [],
         "scope": "",
         "authority_policy": "",
+        "approval_timeout": "",
+        "approval_timeout_action": "deny",
     }
     return {**data, **overrides}
 
@@ -381,7 +383,13 @@ def test_deleting_a_rule_and_moving_another_into_its_place_saves(admin_client):
 def test_scope_form_keeps_no_constraint_apart_from_none(admin_client):
     response = admin_client.post(
         admin_url(Scope, "add"),
-        {"name": "reader", "instructions": "", "tools": '["read_file"]', "files": "[]"},
+        {
+            "name": "reader",
+            "instructions_mode": "all",
+            "tools_mode": "only",
+            "tools": "read_file",
+            "files_mode": "none",
+        },
     )
     assert response.status_code == 302
     scope = Scope.objects.get(name="reader")

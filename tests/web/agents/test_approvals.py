@@ -164,3 +164,32 @@ def test_an_ask_with_nobody_to_answer_it_denies(policy):
     decision = authority.evaluate(ToolCall("c1", "workspace", WRITE))
     assert (decision.allowed, decision.reason, decision.zone) == (False, NO_APPROVER, "files")
     assert authority.evaluate(ToolCall("c2", "workspace", {"operation": "list"})).allowed
+
+
+async def test_a_decided_calls_result_is_stored_in_place_of_its_placeholder(
+    user, chat, stub, manager
+):
+    stub.enqueue(
+        reply("openai", calls=[("c1", "workspace", WRITE), ("c2", "workspace", REMOVE)]),
+        reply("openai", ["Done."]),
+        reply("openai", ["Still here."]),
+    )
+    socket, _ = await connect(user, chat)
+    await socket.send_json_to({"type": "send", "content": "tidy up"})
+    frames = await until(socket, "finish")
+    held = next(f for f in frames if f["type"] == "approval")["approvals"]
+    await socket.send_json_to({"type": "approve", "id": held[0]["id"], "decision": "approve"})
+    await socket.send_json_to(
+        {"type": "approve", "id": held[1]["id"], "decision": "deny", "reason": "keep b"}
+    )
+    await until(socket, "finish")  # the run that went on
+    # The next run reads the history from the database: the decided results, not placeholders.
+    await socket.send_json_to({"type": "send", "content": "and now?"})
+    await until(socket, "finish")
+    later = tool_results(stub.requests[2])
+    assert "a.md" in later["c1"] and later["c2"] == json.dumps("denied by ada: keep b")
+    stored = await sync_to_async(
+        lambda: dict(chat.messages.filter(role="tool").values_list("tool_call_id", "content"))
+    )()
+    assert stored == later
+    await socket.disconnect()

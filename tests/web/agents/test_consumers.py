@@ -203,7 +203,7 @@ async def test_foreign_origin_is_refused(user, conversation, manager):
         ("[1, 2]", "invalid"),
         (json.dumps({"type": "dance"}), "unknown_type"),
         (json.dumps({"type": "send"}), "invalid"),
-        (json.dumps({"type": "send", "content": "   "}), "invalid"),
+        (json.dumps({"type": "send", "content": "   "}), "nothing_to_continue"),
         (json.dumps({"type": "send", "content": "x" * 100_001}), "too_large"),
         (json.dumps({"type": "send", "content": "x", "images": ["not base64!"]}), "invalid"),
         (json.dumps({"type": "send", "content": "x", "images": ["aGVsbG8="]}), "invalid"),

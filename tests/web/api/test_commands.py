@@ -91,3 +91,13 @@ async def test_compact_folds_now_and_a_double_slash_is_sent_as_text(alice_key, c
     )()
     assert last == "/compact is a command"
     await run_service.manager.drain()
+
+
+@pytest.mark.parametrize("blank", ["", "   ", " \n\t "])
+async def test_a_blank_message_continues_like_the_websocket_and_stores_no_message(
+    alice_key, conversation, fast, blank
+):
+    assert (await post(alice_key, conversation, "hello there"))[0] == 200
+    status, run = await post(alice_key, conversation, blank)
+    assert status == 200 and run["status"] == "done"
+    assert await sync_to_async(roles)(conversation) == ["user", "assistant", "assistant"]

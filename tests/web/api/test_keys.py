@@ -21,7 +21,13 @@ pytestmark = pytest.mark.django_db
 KEYS = "/api/keys/"
 KEY_SHAPE = re.compile(r"^ork_([a-z0-9]{8})_([A-Za-z0-9_-]{40,})$")
 LISTED = {"id", "name", "prefix", "created", "last_used", "expires", "revoked"}
-INVALID = {"detail": "Invalid API key.", "code": "invalid_api_key"}
+INVALID = {
+    "type": "about:blank",
+    "title": "Unauthorized",
+    "status": 401,
+    "detail": "Invalid API key.",
+    "code": "invalid_api_key",
+}
 
 
 def key_url(key_id: int) -> str:

@@ -23,6 +23,9 @@ def test_a_body_over_the_request_limit_is_413_and_stores_nothing(api, alice, set
     )
     assert response.status_code == 413
     assert response.json() == {
+        "type": "about:blank",
+        "title": "Content Too Large",
+        "status": 413,
         "detail": "The request body is larger than 1000 bytes.",
         "code": "too_large",
     }

@@ -46,7 +46,7 @@ def test_json_nested_too_deep_is_a_400_in_the_apis_shape_on_every_operation(api,
     parsed = 0
     for method, url in writes:
         response = getattr(api, method)(url, body, content_type="application/json")
-        assert response["Content-Type"] == "application/json", (method, url)
+        assert response["Content-Type"] == "application/problem+json", (method, url)
         answer = response.json()
         if response.status_code == 400:
             parsed += 1

@@ -201,7 +201,7 @@ async def test_a_second_send_while_running_waits_as_pending_and_can_be_taken_bac
     listed = await client.get(pending)
     assert [m["content"] for m in listed.json()["pending"]] == ["second"]
     taken = await client.delete(pending)
-    assert taken.json() == {"taken": ["second"]}
+    assert taken.json() == {"taken": ["second"], "attachments": []}
     run_service.cancel(str(conversation.pk))
     await run_service.wait(first.json()["id"])
     contents = await sync_to_async(list)(
@@ -256,7 +256,7 @@ async def test_an_error_on_an_event_stream_request_is_json(alice_key, bob, fast)
         "/api/runs/999999/events/", headers={"Accept": "text/event-stream"}
     )
     assert response.status_code == 404
-    assert response["Content-Type"] == "application/json"
+    assert response["Content-Type"] == "application/problem+json"
     assert response.json()["code"] == "not_found"
 
 

@@ -2,12 +2,10 @@
 // tool messages become card results, errors and denials; and progressText(), a delegated
 // child's progress as its card words it. Run by tests/web/ui/test_static.py.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
 
-const source = readFileSync(process.argv[2], "utf8");
-const { progressText, transcriptItems } = await import(
-  `data:text/javascript;base64,${Buffer.from(source).toString("base64")}`
-);
+// Imported from its file: render.js imports markdown.js and the vendored libraries beside it.
+const { progressText, transcriptItems } = await import(pathToFileURL(process.argv[2]).href);
 
 const messages = [
   { id: "u", role: "user", content: "go", calls: null },

@@ -1,0 +1,80 @@
+"""What each MCP server offers, cached per process.
+
+A run's start reads the server's tools here and connects only on a miss (or at its first
+call). An entry lives as long as the server's ``ttlMs`` says (2026-07-28; ``0``: list at
+every run's start), else ``ORKESTREL["MCP_TOOLS_TTL"]`` seconds (300 by default); a change
+the server announces (``list_changed``) drops it at once. An expired entry is still the best
+guess of what a server that is down offers: its tools then fail with the server's error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from .connection import Listing
+from .endpoint import McpEndpoint, OfferedTool
+
+__all__ = ["DEFAULT_TOOLS_TTL", "ToolCatalog", "catalog", "default_ttl"]
+
+DEFAULT_TOOLS_TTL = 300.0
+
+
+def default_ttl() -> float:
+    """Seconds a listing stays fresh when the server does not say."""
+    value = getattr(settings, "ORKESTREL", {}).get("MCP_TOOLS_TTL", DEFAULT_TOOLS_TTL)
+    return float(value) if isinstance(value, int | float) and value >= 0 else DEFAULT_TOOLS_TTL
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    tools: tuple[OfferedTool, ...]
+    expires: float
+
+
+class ToolCatalog:
+    """Listings by ``McpEndpoint.key``; safe to share between threads and event loops."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+
+    def fresh(self, endpoint: McpEndpoint) -> tuple[OfferedTool, ...] | None:
+        """The server's tools while its listing is fresh, else ``None``."""
+        with self._lock:
+            entry = self._entries.get(endpoint.key)
+        if entry is None or entry.expires <= self._clock():
+            return None
+        return entry.tools
+
+    def last_known(self, endpoint: McpEndpoint) -> tuple[OfferedTool, ...]:
+        """The latest listing, fresh or not; else what an operator's check stored."""
+        with self._lock:
+            entry = self._entries.get(endpoint.key)
+        return entry.tools if entry is not None else endpoint.offered
+
+    def store(self, endpoint: McpEndpoint, listing: Listing) -> None:
+        """Keep ``listing`` for the server's ttl (or the default)."""
+        ttl = listing.ttl_seconds if listing.ttl_seconds is not None else default_ttl()
+        with self._lock:
+            self._entries[endpoint.key] = _Entry(listing.tools, self._clock() + ttl)
+
+    def evict(self, endpoint: McpEndpoint) -> None:
+        """Make the server's listing stale (it announced a change); kept as the last known."""
+        with self._lock:
+            entry = self._entries.get(endpoint.key)
+            if entry is not None:
+                self._entries[endpoint.key] = _Entry(entry.tools, float("-inf"))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+# The process's catalog (tests clear it between cases).
+catalog = ToolCatalog()

@@ -1,0 +1,148 @@
+"""A server's row as a run, a check or the command needs it: read once, no ORM afterwards."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import McpServer
+from .errors import McpCredentialMissing
+
+__all__ = ["McpEndpoint", "OfferedTool", "endpoint_of", "load_profile_servers"]
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTool:
+    """One tool as the server lists it (the parts a run uses)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    # The server's ``readOnlyHint`` (``None``: it said nothing).
+    read_only: bool | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The row's ``offered`` entry."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.input_schema),
+            "read_only": self.read_only,
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> OfferedTool | None:
+        """An ``offered`` entry read back (``None`` for one that is not well formed)."""
+        name, schema = value.get("name"), value.get("input_schema")
+        if not isinstance(name, str) or not name or not isinstance(schema, dict):
+            return None
+        read_only = value.get("read_only")
+        return cls(
+            name,
+            str(value.get("description") or ""),
+            schema,
+            read_only if isinstance(read_only, bool) else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class McpEndpoint:
+    """An MCP server's configuration, with who may use it and which scopes admit it."""
+
+    pk: int | None
+    name: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    bearer_env: str = ""
+    connect_timeout: float = 5.0
+    call_timeout: float = 30.0
+    allowed_tools: tuple[str, ...] | None = None
+    safety: Mapping[str, bool] = field(default_factory=dict)
+    users: frozenset[int] = frozenset()
+    groups: frozenset[int] = frozenset()
+    scopes: frozenset[str] = frozenset()
+    # The last listing an operator's check or refresh stored: the tools a run still shows
+    # (failing with the server's error) when the server is down at the run's start.
+    offered: tuple[OfferedTool, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """What identifies this server's tool list in the cache: its address and the
+        credentials' *names* (a changed URL, header or variable lists afresh)."""
+        material = json.dumps(
+            [self.pk, self.url, sorted(self.headers.items()), self.bearer_env], default=str
+        )
+        return f"{self.name}:{hashlib.sha256(material.encode()).hexdigest()[:16]}"
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of every request, the bearer token read from its variable now."""
+        headers = dict(self.headers)
+        if self.bearer_env:
+            token = os.environ.get(self.bearer_env, "")
+            if not token:
+                raise McpCredentialMissing(
+                    f"MCP server {self.name!r}: its token variable {self.bearer_env} is not set"
+                )
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
+
+    def allows(self, tool: str) -> bool:
+        """Whether the operator lets agents use the server's ``tool``."""
+        return self.allowed_tools is None or tool in self.allowed_tools
+
+    def admits(self, user_id: int, groups_of: Callable[[int], Iterable[int]]) -> bool:
+        """Whether ``user_id``'s runs may use the server (everyone when it names nobody);
+        ``groups_of`` is read only when the answer depends on the user's groups."""
+        if not self.users and not self.groups:
+            return True
+        if user_id in self.users:
+            return True
+        return bool(self.groups) and not self.groups.isdisjoint(groups_of(user_id))
+
+    @property
+    def needs_groups(self) -> bool:
+        """Whether ``admits`` may need the user's groups."""
+        return bool(self.groups)
+
+
+def endpoint_of(row: McpServer, *, related: bool = True) -> McpEndpoint:
+    """The endpoint of ``row``; ``related`` reads its access and scopes too (queries unless
+    prefetched)."""
+    offered = tuple(
+        tool
+        for tool in (
+            OfferedTool.from_json(item)
+            for item in (row.offered if isinstance(row.offered, list) else [])
+            if isinstance(item, dict)
+        )
+        if tool is not None
+    )
+    return McpEndpoint(
+        pk=row.pk,
+        name=row.name,
+        url=row.url,
+        headers={str(k): str(v) for k, v in (row.headers or {}).items()},
+        bearer_env=row.bearer_env if row.auth == McpServer.Auth.BEARER_ENV else "",
+        connect_timeout=row.connect_timeout,
+        call_timeout=row.call_timeout,
+        allowed_tools=tuple(row.allowed_tools) if row.allowed_tools is not None else None,
+        safety={str(k): bool(v) for k, v in (row.safety or {}).items()},
+        users=frozenset(user.pk for user in row.users.all()) if related else frozenset(),
+        groups=frozenset(group.pk for group in row.groups.all()) if related else frozenset(),
+        scopes=frozenset(scope.name for scope in row.scopes.all()) if related else frozenset(),
+        offered=offered,
+    )
+
+
+def load_profile_servers(profile_id: int) -> tuple[McpEndpoint, ...]:
+    """The enabled servers of a profile, by name (three queries, whatever their number)."""
+    rows = (
+        McpServer.objects.filter(enabled=True, profiles=profile_id)
+        .prefetch_related("users", "groups", "scopes")
+        .order_by("name")
+    )
+    return tuple(endpoint_of(row) for row in rows)

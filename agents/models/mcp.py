@@ -1,0 +1,224 @@
+"""MCP servers operators plug in: each one's tools join the runs of the profiles that use it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.db import models
+from django.db.models import Q
+
+from ..validators import (
+    HEADER_NAME_PATTERN,
+    looks_like_secret,
+    validate_key_variable,
+    validate_name_list,
+    validate_positive,
+)
+from .context import Scope
+from .profiles import AgentProfile
+
+__all__ = ["McpServer", "validate_server_name"]
+
+SERVER_NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,48}$")
+# Headers a server's row may not set: the transport's own, and credentials (a bearer token
+# comes from an environment variable, never from a row the admin shows).
+RESERVED_HEADERS = frozenset(
+    {"authorization", "content-type", "accept", "content-length", "host", "mcp-session-id"}
+)
+
+
+def validate_server_name(value: str) -> None:
+    """A server's name: 1 to 48 of ``a-z``, ``0-9``, ``_`` and ``-`` (a tool-name prefix)."""
+    if not SERVER_NAME_PATTERN.match(value or ""):
+        raise ValidationError(
+            "Use 1 to 48 lower-case letters, digits, underscores or hyphens.", code="invalid"
+        )
+
+
+def validate_mcp_url(value: str) -> None:
+    """An ``http`` or ``https`` URL (the Streamable HTTP endpoint, e.g. ``…/mcp``)."""
+    URLValidator(schemes=["http", "https"])(value)
+
+
+def validate_static_headers(value: Any) -> None:
+    """A JSON object of header name to value; no credentials, no transport headers."""
+    if not isinstance(value, dict):
+        raise ValidationError('Enter a JSON object such as {"X-Tenant": "acme"}.', code="invalid")
+    for name, text in value.items():
+        if not HEADER_NAME_PATTERN.match(name):
+            raise ValidationError(
+                "%(name)r is not a valid header name.", code="header", params={"name": name}
+            )
+        if name.lower() in RESERVED_HEADERS:
+            raise ValidationError(
+                "%(name)r is set by orkestrel (a token: use the bearer token variable).",
+                code="reserved",
+                params={"name": name},
+            )
+        if not isinstance(text, str) or "\n" in text or "\r" in text:
+            raise ValidationError(
+                "The value of %(name)r must be one line of text.",
+                code="value",
+                params={"name": name},
+            )
+        if looks_like_secret(text):
+            raise ValidationError(
+                "The value of %(name)r looks like a secret: headers are shown in the admin. "
+                "Send a token as the bearer token, from an environment variable.",
+                code="secret",
+                params={"name": name},
+            )
+
+
+def validate_safety_overrides(value: Any) -> None:
+    """A JSON object of the server's tool name to ``true`` (safe) or ``false`` (a write)."""
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and name and isinstance(safe, bool) for name, safe in value.items()
+    ):
+        raise ValidationError(
+            'Enter a JSON object of tool names to true or false, e.g. {"search": true}.',
+            code="invalid",
+        )
+
+
+def _empty_dict() -> dict[str, Any]:
+    return {}
+
+
+class McpServer(models.Model):
+    """A Model Context Protocol server reached over Streamable HTTP, and who may use it."""
+
+    class Auth(models.TextChoices):
+        NONE = "none", "None"
+        BEARER_ENV = "bearer_env", "Bearer token from an environment variable"
+
+    name = models.CharField(
+        "name",
+        max_length=48,
+        unique=True,
+        validators=[validate_server_name],
+        help_text="Its tools reach the model as <name>__<tool> (cut to 64 characters); "
+        "authority rules may name them so, e.g. github__*.",
+    )
+    url = models.CharField(
+        "URL",
+        max_length=500,
+        validators=[validate_mcp_url],
+        help_text="The server's Streamable HTTP endpoint, e.g. https://mcp.example.com/mcp.",
+    )
+    headers = models.JSONField(
+        "headers",
+        default=_empty_dict,
+        blank=True,
+        validators=[validate_static_headers],
+        help_text='Sent with every request, e.g. {"X-Tenant": "acme"}. No secrets here.',
+    )
+    auth = models.CharField(
+        "authentication", max_length=16, choices=Auth.choices, default=Auth.NONE
+    )
+    bearer_env = models.CharField(
+        "bearer token variable",
+        max_length=100,
+        blank=True,
+        validators=[validate_key_variable],
+        help_text="The environment variable holding the token (e.g. GITHUB_MCP_TOKEN), "
+        "sent as Authorization: Bearer <token>; never the token itself.",
+    )
+    connect_timeout = models.FloatField(
+        "connect timeout (s)", default=5.0, validators=[validate_positive]
+    )
+    call_timeout = models.FloatField(
+        "call timeout (s)",
+        default=30.0,
+        validators=[validate_positive],
+        help_text="Longest a tool call (or a listing) may take before the model reads an error.",
+    )
+    allowed_tools = models.JSONField(
+        "allowed tools",
+        null=True,
+        blank=True,
+        default=None,
+        validators=[validate_name_list],
+        help_text='The server\'s tool names agents may use, e.g. ["search", "get_issue"]; '
+        "null: every tool it offers.",
+    )
+    safety = models.JSONField(
+        "safety overrides",
+        default=_empty_dict,
+        blank=True,
+        validators=[validate_safety_overrides],
+        help_text="Per tool: true (read-only, runs in read-only mode) or false (a write). "
+        "Otherwise a tool is safe exactly when the server marks it readOnlyHint.",
+    )
+    enabled = models.BooleanField("enabled", default=True)
+    profiles = models.ManyToManyField(
+        AgentProfile,
+        blank=True,
+        related_name="mcp_servers",
+        verbose_name="profiles",
+        help_text="The agent profiles whose runs get this server's tools.",
+    )
+    scopes = models.ManyToManyField(
+        Scope,
+        blank=True,
+        related_name="mcp_servers",
+        verbose_name="scopes",
+        help_text="Scopes with a tool allow-list that let this server's tools through "
+        "(a scope without one lets every tool through).",
+    )
+    users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="mcp_servers",
+        verbose_name="users",
+        help_text="Users whose runs may use it, besides the groups' members; none of either: "
+        "everyone.",
+    )
+    groups = models.ManyToManyField(
+        Group,
+        blank=True,
+        related_name="mcp_servers",
+        verbose_name="groups",
+        help_text="Groups whose members' runs may use it.",
+    )
+    offered = models.JSONField(
+        "offered tools",
+        default=list,
+        blank=True,
+        editable=False,
+        help_text="What the server offered when last checked or refreshed.",
+    )
+    refreshed = models.DateTimeField("tools refreshed", null=True, blank=True, editable=False)
+    created = models.DateTimeField("created", auto_now_add=True)
+    updated = models.DateTimeField("updated", auto_now=True)
+
+    class Meta:
+        verbose_name = "MCP server"
+        verbose_name_plural = "MCP servers"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(auth="none") | ~Q(bearer_env=""),
+                name="agents_mcp_bearer_names_variable",
+                violation_error_message="A bearer token needs the variable that holds it.",
+            ),
+            models.CheckConstraint(
+                condition=Q(connect_timeout__gt=0) & Q(call_timeout__gt=0),
+                name="agents_mcp_timeouts_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        if self.auth == self.Auth.BEARER_ENV and not self.bearer_env:
+            raise ValidationError({"bearer_env": "Name the variable that holds the token."})
+        if self.auth == self.Auth.NONE and self.bearer_env:
+            raise ValidationError({"auth": "Choose the bearer token, or clear the token variable."})
