@@ -126,7 +126,10 @@ class RunWorker:
         while True:
             try:
                 await self._drop_closed()
-                for takeover in await in_thread(takeovers)():
+                # The sweep that closed a run continues it at once, naming the continuation in
+                # the run's last frame; this pass picks up only runs left without one.
+                left = await in_thread(takeovers)(grace=2 * every)
+                for takeover in left:
                     await self.take_over(takeover)
             except Exception:  # noqa: BLE001 - the next pass tries again
                 logger.warning("continuing lost workers' runs failed", exc_info=True)

@@ -242,12 +242,18 @@ def takeovers(
     run_id: int | None = None,
     window: float = TAKEOVER_WINDOW,
     limit: int = TAKEOVERS,
+    grace: float = 0.0,
 ) -> list[Takeover]:
     """The interrupted runs a worker continues: workers' runs (or ``run_id``, whose message
-    proves it was one) closed in the last ``window`` seconds, still the latest run of their
-    conversation, after at most ``limit`` interrupted runs in a row."""
-    since = timezone.now() - timedelta(seconds=window)
-    found = Run.objects.filter(status=Run.Status.INTERRUPTED, finished__gte=since)
+    proves it was one) closed in the last ``window`` seconds (and at least ``grace`` seconds
+    ago), still the latest run of their conversation, after at most ``limit`` interrupted runs
+    in a row."""
+    now = timezone.now()
+    found = Run.objects.filter(
+        status=Run.Status.INTERRUPTED,
+        finished__gte=now - timedelta(seconds=window),
+        finished__lte=now - timedelta(seconds=grace),
+    )
     if run_id is not None:
         found = found.filter(id=run_id)
     else:

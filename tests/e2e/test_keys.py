@@ -97,7 +97,13 @@ def test_a_key_is_shown_once_copied_listed_used_and_revoked(
 
     assert call_api(f"{server.url}/api/keys/", key) == (
         401,
-        {"detail": "Invalid API key.", "code": "invalid_api_key"},
+        {
+            "type": "about:blank",
+            "title": "Unauthorized",
+            "status": 401,
+            "detail": "Invalid API key.",
+            "code": "invalid_api_key",
+        },
     )
     page.reload()
     expect(rows.filter(has_text="e2e script").get_by_test_id("key-status")).to_contain_text(

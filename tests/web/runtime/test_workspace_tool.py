@@ -238,7 +238,9 @@ async def test_a_catastrophic_pattern_is_a_timeout_fault_and_the_loop_keeps_serv
     if operation == "replace":
         arguments["replacement"] = "x"
     called = asyncio.create_task(call(manager, "workspace", **arguments))
-    assert await longest_stall(called) < 0.1
+    # Before the fix the loop stood still for the whole match (about 5 s); the bound leaves
+    # room for a CI box whose other test processes take the CPU.
+    assert await longest_stall(called) < 0.5
     result = await called
     assert result.error is not None and result.error.startswith(
         f"PATTERN: pattern {CATASTROPHIC!r} took longer than 1 s"
