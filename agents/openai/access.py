@@ -31,10 +31,11 @@ INVALID_KEY = OpenAIError(
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The key's user, as a view needs it."""
+    """The key's user, as a view needs it (``username`` signs the approvals it decides)."""
 
     user_id: int
     key_id: int
+    username: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ def _check(raw: str) -> Caller:
             retry_after=max(1, math.ceil(wait)) if wait is not None else 1,
         )
     key.touch()
-    return Caller(user_id=key.user_id, key_id=key.pk)
+    return Caller(user_id=key.user_id, key_id=key.pk, username=key.user.get_username())
 
 
 async def authenticate(request: HttpRequest) -> Caller:

@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orkestrel.core import Message, ToolCall, mint_id
+from orkestrel.core import Message, ResponseFormat, ToolCall, mint_id
 from orkestrel.protocol import Limits
 
 from ..runtime.overrides import RunOverrides
 from . import fields
 from .errors import bad_request
+from .steering import answer_format, schema_of, steering
 
 __all__ = ["MAX_MESSAGES", "ChatRequest", "parse_chat_request"]
 
@@ -132,13 +133,13 @@ def _message(item: object, index: int, limits: Limits) -> Message:
     return Message(mint_id(), "tool", _text(content, where, limits), tool_call_id=call_id)
 
 
-def _format(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """``response_format``: the JSON Schema the answer must follow, if any."""
+def _format(body: Mapping[str, Any]) -> ResponseFormat | None:
+    """``response_format``: the format the answer must take, if any."""
     value = body.get("response_format")
     if value is None:
         return None
     spec = fields.object_field(value, "response_format")
-    return fields.answer_schema(spec, "response_format", nested=True)
+    return answer_format(spec, "response_format", nested=True)
 
 
 def parse_chat_request(body: Mapping[str, Any], limits: Limits) -> ChatRequest:
@@ -165,13 +166,11 @@ def parse_chat_request(body: Mapping[str, Any], limits: Limits) -> ChatRequest:
     max_tokens = fields.integer(body, "max_completion_tokens", 1, 2**31) or fields.integer(
         body, "max_tokens", 1, 2**31
     )
-    tools = fields.tool_list(body.get("tools"), "tools", nested=True)
-    choice = body.get("tool_choice")
-    if choice == "none":
-        tools = ()  # the model may not call the client's tools: do not offer them
+    steered = steering(body, fields.tool_list(body.get("tools"), "tools", nested=True), nested=True)
+    tools = steered.tools
     sampling = fields.sampling(body)
     think = fields.effort(body.get("reasoning_effort"), "reasoning_effort")
-    schema = _format(body)
+    answer = _format(body)
     record: dict[str, Any] = {
         "api": "chat.completions",
         "model": model,
@@ -182,7 +181,9 @@ def parse_chat_request(body: Mapping[str, Any], limits: Limits) -> ChatRequest:
     for name, value in (
         ("max_tokens", max_tokens),
         ("reasoning_effort", body.get("reasoning_effort")),
-        ("response_format", "json_schema" if schema is not None else None),
+        ("tool_choice", body.get("tool_choice")),
+        ("parallel_tool_calls", steered.parallel_tool_calls),
+        ("response_format", answer.type if answer is not None else None),
         ("user", fields.string(body, "user")),
         ("metadata", fields.metadata(body)),
     ):
@@ -203,9 +204,12 @@ def parse_chat_request(body: Mapping[str, Any], limits: Limits) -> ChatRequest:
         overrides=RunOverrides(
             client_tools=tools,
             sampling=sampling,
-            schema=schema,
+            schema=schema_of(answer),
             think=think,
             max_tokens=max_tokens,
             request=record,
+            tool_choice=steered.tool_choice,
+            parallel_tool_calls=steered.parallel_tool_calls,
+            response_format=answer,
         ),
     )

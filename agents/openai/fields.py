@@ -21,11 +21,11 @@ from .errors import bad_request
 
 __all__ = [
     "MAX_STOP",
-    "answer_schema",
     "data_url_image",
     "effort",
     "function_tool",
     "integer",
+    "json_schema",
     "metadata",
     "number",
     "object_field",
@@ -33,6 +33,7 @@ __all__ = [
     "storable",
     "string",
     "text",
+    "tool_list",
     "boolean",
 ]
 
@@ -205,26 +206,6 @@ def json_schema(value: object, param: str) -> Mapping[str, Any]:
     except SchemaError as error:
         raise bad_request(f"'{param}' is not a valid JSON Schema: {error.message}", param) from None
     return schema
-
-
-def answer_schema(spec: Mapping[str, Any], param: str, *, nested: bool) -> Mapping[str, Any] | None:
-    """The JSON Schema an answer format asks for: ``text`` (none), ``json_object`` or
-    ``json_schema`` (chat completions nest its schema under ``json_schema``)."""
-    kind = spec.get("type")
-    if kind == "text":
-        return None
-    if kind == "json_object":
-        return {"type": "object"}
-    if kind == "json_schema":
-        if nested:
-            inner = object_field(spec.get("json_schema"), f"{param}.json_schema")
-            return json_schema(inner.get("schema"), f"{param}.json_schema.schema")
-        return json_schema(spec.get("schema"), f"{param}.schema")
-    raise bad_request(
-        f"'{param}.type' must be 'text', 'json_object' or 'json_schema'.",
-        f"{param}.type",
-        "invalid_value",
-    )
 
 
 def function_tool(spec: Mapping[str, Any], param: str) -> ToolDefinition:

@@ -1,5 +1,6 @@
 """A run's frames folded into what an OpenAI client sees: text, reasoning, the client's tool
-calls, usage and why it stopped.
+calls, usage and why it stopped (a run that paused for a person's approval is ``paused``:
+never an empty success).
 
 Both APIs (chat completions and responses) read runs through this, streamed or not, so a
 streamed answer and a whole one always say the same. The profile's own tool activity is not
@@ -18,6 +19,7 @@ from orkestrel.core.abort import TIMED_OUT
 from orkestrel.core.budget import BUDGET_EXHAUSTED
 
 from ..runs.interruptions import INTERRUPTED
+from ..runtime.approvals import APPROVAL_STOP
 from ..runtime.client_tools import HANDOFF_STOP, PENDING_RESULT
 
 __all__ = ["ClientCall", "Delta", "Outcome"]
@@ -117,6 +119,11 @@ class Outcome:
         return "".join(self.reasoning)
 
     @property
+    def paused(self) -> bool:
+        """Whether the run stopped on tool calls that wait for a person's approval."""
+        return self.stop == APPROVAL_STOP
+
+    @property
     def cut_short(self) -> bool:
         """Whether a bound ended the run (its token budget, turn limit or timeout)."""
         return self.stop == "exhaust" or (
@@ -135,8 +142,9 @@ class Outcome:
 
     @property
     def incomplete_reason(self) -> str | None:
-        """The Responses API's ``incomplete_details.reason``; ``None`` when it completed."""
-        if self.stop in ("done", HANDOFF_STOP):
+        """The Responses API's ``incomplete_details.reason``; ``None`` when it completed (a
+        paused run completes with its approval requests, as OpenAI's hosted MCP does)."""
+        if self.stop in ("done", HANDOFF_STOP, APPROVAL_STOP):
             return None
         if self.stop == "exhaust" or self.reason == BUDGET_EXHAUSTED:
             return "max_output_tokens"

@@ -28,9 +28,11 @@ from orkestrel.protocol import Limits
 
 from ..models import AgentProfile
 from ..runs import run_service
+from ..runtime.approvals import APPROVAL_STOP
 from ..runtime.client_tools import PENDING_CONTENT
 from . import fields
 from .access import Caller, authenticate
+from .approvals import decide_held, held_calls, next_run
 from .endpoint import (
     KEEP_ALIVE,
     UPSTREAM_FAILED,
@@ -46,15 +48,21 @@ from .outcome import Outcome
 from .responses import ResponseWriter
 from .responses_request import ResponsesRequest, parse_responses_request
 from .starts import start_run
+from .support import RESPONSES_PARAMS, check_support
 
 __all__ = ["create_response", "response_detail"]
 
 
-def _continued(user_id: int, model: str, previous: str) -> Continuation:
+def _usable(user_id: int, model: str) -> None:
+    """``model`` names a profile the user may use (else ``404``, or ``403`` if closed)."""
     if not enabled_profiles(user_id).filter(slug=model).exists():
         if AgentProfile.objects.filter(slug=model, enabled=True).exists():
             raise model_forbidden(model)
         raise model_not_found(model)
+
+
+def _continued(user_id: int, model: str, previous: str) -> Continuation:
+    _usable(user_id, model)
     try:
         return continued_conversation(user_id, previous, PENDING_CONTENT)
     except ForkBusy:
@@ -75,23 +83,89 @@ def _continued(user_id: int, model: str, previous: str) -> Continuation:
 
 @openai_view("POST")
 async def create_response(request: HttpRequest) -> HttpResponseBase:
-    """Run the profile on the new input; the response whole, or as its stream of events."""
+    """Run the profile on the new input; the response whole, or as its stream of events.
+
+    A run that pauses for a person's approval completes with ``mcp_approval_request`` items;
+    ``mcp_approval_response`` input items (with ``previous_response_id``) decide them, and
+    the run that goes on answers.
+    """
     caller = await authenticate(request)
     asked = parse_responses_request(fields.storable(json_body(request)), Limits.from_settings())
+    if asked.approvals:
+        return await _decided(caller, asked)
     continuation = None
     if asked.previous is not None:
         continuation = await in_thread(_continued)(caller.user_id, asked.model, asked.previous)
+    conversation_id = continuation.conversation_id if continuation else None
     try:
-        writer, run_id = await _start(
-            caller, asked, continuation.conversation_id if continuation else None
+        await check_support(asked.model, asked.overrides, RESPONSES_PARAMS, conversation_id)
+        handle = await start_run(
+            caller,
+            model=asked.model,
+            content=asked.content,
+            images=asked.images,
+            overrides=asked.overrides,
+            history=asked.history,
+            conversation_id=conversation_id,
+            results=asked.results or None,
         )
     except Exception:
         if continuation is not None and continuation.branched:
             # A refused start stores nothing, a branch included.
             await in_thread(discard_branch)(continuation.conversation_id)
         raise
-    if not asked.stream:
+    # Recorded after the start: a refused start leaves no response behind.
+    writer = await _record(caller, asked, handle.conversation_id, handle.id)
+    return await _answer(writer, handle.id, asked.stream)
+
+
+async def _decided(caller: Caller, asked: ResponsesRequest) -> HttpResponseBase:
+    """Decide the calls the previous response held (``mcp_approval_response``); the run that
+    goes on answers this response."""
+    assert asked.previous is not None
+    found = await in_thread(owned_response)(caller.user_id, asked.previous)
+    if found is None:
+        raise bad_request(
+            f"Previous response with id '{asked.previous}' not found.",
+            "previous_response_id",
+            "previous_response_not_found",
+        )
+    await in_thread(_usable)(caller.user_id, asked.model)
+    await decide_held(caller, found.run_id, asked.approvals)
+    run_id = await next_run(found.conversation_id, found.run_id)
+    writer = await _record(caller, asked, found.conversation_id, run_id)
+    return await _answer(writer, run_id, asked.stream)
+
+
+async def _record(
+    caller: Caller, asked: ResponsesRequest, conversation_id: str, run_id: int
+) -> ResponseWriter:
+    """Store the response the run ``run_id`` answers; its writer."""
+    response_id = f"resp_{uuid.uuid4().hex}"
+    await in_thread(record_response)(
+        response_id,
+        caller.user_id,
+        conversation_id,
+        run_id,
+        asked.model,
+        asked.store,
+        asked.echo,
+    )
+    return ResponseWriter(
+        response_id,
+        int(time.time()),
+        asked.model,
+        Outcome(asked.overrides.client_names),
+        asked.echo,
+    )
+
+
+async def _answer(writer: ResponseWriter, run_id: int, stream: bool) -> HttpResponseBase:
+    """The run's answer, whole or as the response's stream of events."""
+    if not stream:
         await collect(run_id, writer.outcome, writer.add)
+        if writer.outcome.paused:
+            writer.hold(await in_thread(held_calls)(run_id))
         writer.closing()
         if writer.outcome.failed:
             raise UPSTREAM_FAILED
@@ -100,48 +174,16 @@ async def create_response(request: HttpRequest) -> HttpResponseBase:
     await first.wait()
     if writer.outcome.failed and not first.ready:
         raise UPSTREAM_FAILED
-    return event_stream(_events(writer, first))
+    return event_stream(_events(writer, first, run_id))
 
 
-async def _start(
-    caller: Caller, asked: ResponsesRequest, conversation_id: str | None
-) -> tuple[ResponseWriter, int]:
-    handle = await start_run(
-        caller,
-        model=asked.model,
-        content=asked.content,
-        images=asked.images,
-        overrides=asked.overrides,
-        history=asked.history,
-        conversation_id=conversation_id,
-        results=asked.results or None,
-    )
-    response_id = f"resp_{uuid.uuid4().hex}"
-    # Recorded after the start: a refused start leaves no response behind.
-    await in_thread(record_response)(
-        response_id,
-        caller.user_id,
-        handle.conversation_id,
-        handle.id,
-        asked.model,
-        asked.store,
-        asked.echo,
-    )
-    writer = ResponseWriter(
-        response_id,
-        int(time.time()),
-        asked.model,
-        Outcome(asked.overrides.client_names),
-        asked.echo,
-    )
-    return writer, handle.id
-
-
-async def _events(writer: ResponseWriter, first: FirstOutput) -> AsyncIterator[bytes]:
+async def _events(writer: ResponseWriter, first: FirstOutput, run_id: int) -> AsyncIterator[bytes]:
     # A client that goes away stops this generator, never the run.
     yield writer.opening() + writer.add(first.ready)
     async for deltas in first.rest():
         yield KEEP_ALIVE if deltas is None else writer.add(deltas)
+    if writer.outcome.paused:
+        yield writer.hold(await in_thread(held_calls)(run_id))
     yield writer.closing()
 
 
@@ -177,10 +219,13 @@ async def _rebuilt(caller: Caller, found: StoredResponse) -> dict[str, Any]:
         # Running in another process, or ended without its frames (a crash): what is saved.
         frames = [{"type": "token", "content": record.content}] if record.content else []
         if record.status not in ("queued", "running"):
-            stop = "done" if record.status == "done" else "abort"
+            stop = {"done": "done", APPROVAL_STOP: APPROVAL_STOP}.get(record.status, "abort")
             frames.append({"type": "finish", "result": {"stop": stop, "usage": record.usage}})
     for frame in frames:
         writer.add(writer.outcome.feed(frame))
+    if writer.outcome.paused:
+        # Its approval requests, decided since or not: the output the response had.
+        writer.hold(await in_thread(held_calls)(found.run_id))
     if writer.outcome.finished:
         writer.closing(record.finished.timestamp() if record.finished else None)
     return writer.body()

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .approvals import SERVER_LABEL, HeldCall
 from .outcome import Delta, Outcome
 
 __all__ = ["ResponseWriter", "Status"]
@@ -106,6 +107,25 @@ class ResponseWriter:
                     arguments=call.arguments,
                 )
                 self._emit(out, "response.output_item.done", output_index=index, item=item)
+        return b"".join(out)
+
+    def hold(self, held: Iterable[HeldCall]) -> bytes:
+        """One ``mcp_approval_request`` item per call the run holds for approval, as OpenAI's
+        hosted MCP tools ask for one; their events."""
+        out: list[bytes] = []
+        self._close(out)
+        for call in held:
+            item = {
+                "type": "mcp_approval_request",
+                "id": call.request_id,
+                "name": call.tool,
+                "arguments": call.arguments,
+                "server_label": SERVER_LABEL,
+            }
+            index = len(self.items)
+            self.items.append(item)
+            self._emit(out, "response.output_item.added", output_index=index, item=dict(item))
+            self._emit(out, "response.output_item.done", output_index=index, item=dict(item))
         return b"".join(out)
 
     def closing(self, at: float | None = None) -> bytes:

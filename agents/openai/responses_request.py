@@ -7,13 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orkestrel.core import Message, ToolCall, mint_id
+from orkestrel.core import Message, ResponseFormat, ToolCall, mint_id
 from orkestrel.protocol import Limits
 
 from ..runtime.overrides import RunOverrides
 from . import fields
+from .approvals import Answer
 from .chat_request import MAX_MESSAGES, arguments
 from .errors import bad_request
+from .steering import answer_format, schema_of, steering
 
 __all__ = ["ResponsesRequest", "parse_responses_request"]
 
@@ -27,7 +29,8 @@ class ResponsesRequest:
 
     ``history`` precedes the run's user message (``content``; ``None``: answer what is
     there). With ``previous`` the stored conversation continues: ``results`` fill in the
-    client calls it waits for, and system or developer input joins ``overrides.system``.
+    client calls it waits for, and system or developer input joins ``overrides.system``;
+    ``approvals`` answer the calls it holds for approval (then nothing else is sent).
     ``echo`` holds the request fields the response object repeats.
     """
 
@@ -41,6 +44,7 @@ class ResponsesRequest:
     overrides: RunOverrides
     results: dict[str, str] = field(default_factory=dict)
     echo: dict[str, Any] = field(default_factory=dict)
+    approvals: tuple[Answer, ...] = ()
 
 
 def _content(value: object, param: str, limits: Limits, role: str) -> tuple[str, tuple[str, ...]]:
@@ -97,6 +101,7 @@ class _Reader:
     results: dict[str, str] = field(default_factory=dict)
     system: list[str] = field(default_factory=list)
     declared: set[str] = field(default_factory=set)
+    approvals: list[Answer] = field(default_factory=list)
 
     def item(self, value: object, index: int) -> None:
         param = f"input[{index}]"
@@ -113,8 +118,10 @@ class _Reader:
                 self.results[call_id] = output
             else:
                 self.messages.append(Message(mint_id(), "tool", output, tool_call_id=call_id))
-        elif kind == "reasoning":
-            return  # the model's own reasoning: nothing a run reads back
+        elif kind == "mcp_approval_response":
+            self._approval(entry, param)
+        elif kind in ("reasoning", "mcp_approval_request"):
+            return  # the model's reasoning, a request this server made: nothing to read back
         else:
             raise bad_request(
                 f"'{param}.type' {kind!r} is not supported.", f"{param}.type", "unsupported_value"
@@ -142,6 +149,31 @@ class _Reader:
         else:
             self.messages.append(Message(mint_id(), "assistant", text))
 
+    def _approval(self, entry: Mapping[str, Any], param: str) -> None:
+        if not self.continuing:
+            raise bad_request(
+                "An mcp_approval_response answers a previous response: send its "
+                "previous_response_id.",
+                param,
+                "missing_previous_response_id",
+            )
+        request_id = fields.text(entry.get("approval_request_id"), f"{param}.approval_request_id")
+        approve = entry.get("approve")
+        if not isinstance(approve, bool):
+            raise bad_request(
+                f"'{param}.approve' is required: true to run the call, false to refuse it.",
+                f"{param}.approve",
+                "invalid_type",
+            )
+        reason = entry.get("reason")
+        reason = fields.text(reason, f"{param}.reason").strip() if reason is not None else ""
+        if len(reason) > self.limits.max_message_chars:
+            raise bad_request(
+                f"'{param}.reason' is longer than {self.limits.max_message_chars} characters.",
+                f"{param}.reason",
+            )
+        self.approvals.append(Answer(request_id, approve, reason, param))
+
     def _call(self, entry: Mapping[str, Any], param: str) -> None:
         if self.continuing:
             raise bad_request(
@@ -162,8 +194,8 @@ class _Reader:
             self.messages.append(Message(mint_id(), "assistant", "", (call,)))
 
 
-def _format(body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str, Any]]:
-    """``text.format``: the answer's JSON Schema, and the ``text`` object to echo."""
+def _format(body: Mapping[str, Any]) -> tuple[ResponseFormat | None, dict[str, Any]]:
+    """``text.format``: the answer's format, and the ``text`` object to echo."""
     value = body.get("text")
     if value is None:
         return None, {"format": {"type": "text"}}
@@ -172,9 +204,9 @@ def _format(body: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str
     if shape is None:
         return None, {"format": {"type": "text"}}
     entry = fields.object_field(shape, "text.format")
-    schema = fields.answer_schema(entry, "text.format", nested=False)
+    answer = answer_format(entry, "text.format", nested=False)
     shown = dict(entry) if entry.get("type") == "json_schema" else {"type": entry["type"]}
-    return schema, {"format": shown}
+    return answer, {"format": shown}
 
 
 def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> ResponsesRequest:
@@ -195,15 +227,16 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
     else:
         raise bad_request("'input' must be a string or a non-empty array of items.", "input")
     instructions = fields.string(body, "instructions", max_length=limits.max_message_chars)
-    tools = fields.tool_list(body.get("tools"), "tools", nested=False)
-    if body.get("tool_choice") == "none":
-        tools = ()
+    steered = steering(
+        body, fields.tool_list(body.get("tools"), "tools", nested=False), nested=False
+    )
+    tools = steered.tools
     reasoning = body.get("reasoning")
     asked = None
     if reasoning is not None:
         asked = fields.object_field(reasoning, "reasoning").get("effort")
     effort = fields.effort(asked, "reasoning.effort")
-    schema, text = _format(body)
+    answer, text = _format(body)
     sampling = fields.sampling(body)
     max_tokens = fields.integer(body, "max_output_tokens", 1, 2**31)
     metadata = fields.metadata(body)
@@ -221,7 +254,13 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
             "With previous_response_id send one user message at most, after any tool outputs.",
             "input",
         )
-    if previous is not None and content is None and not reader.results:
+    if reader.approvals and (content is not None or history or reader.results or reader.system):
+        raise bad_request(
+            "With mcp_approval_response items send no other input: the run goes on from "
+            "the decisions.",
+            "input",
+        )
+    if previous is not None and content is None and not reader.results and not reader.approvals:
         raise bad_request("'input' holds nothing new to answer.", "input")
     system = "\n\n".join(filter(None, (instructions, *reader.system))) or None
     record: dict[str, Any] = {
@@ -236,6 +275,8 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
         ("previous_response_id", previous),
         ("max_output_tokens", max_tokens),
         ("reasoning_effort", asked),
+        ("tool_choice", body.get("tool_choice")),
+        ("parallel_tool_calls", steered.parallel_tool_calls),
         ("text_format", text["format"]["type"]),
         ("user", user),
         ("metadata", metadata),
@@ -251,9 +292,10 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
         "text": text,
-        "tool_choice": body.get("tool_choice")
-        if isinstance(body.get("tool_choice"), str)
-        else "auto",
+        "tool_choice": body.get("tool_choice") or "auto",
+        "parallel_tool_calls": (
+            steered.parallel_tool_calls if steered.parallel_tool_calls is not None else True
+        ),
         "tools": [
             {
                 "type": "function",
@@ -278,12 +320,16 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
         overrides=RunOverrides(
             client_tools=tools,
             sampling=sampling,
-            schema=schema,
+            schema=schema_of(answer),
             think=effort,
             max_tokens=max_tokens,
             system=system,
             request=record,
+            tool_choice=steered.tool_choice,
+            parallel_tool_calls=steered.parallel_tool_calls,
+            response_format=answer,
         ),
         results=reader.results,
         echo=echo,
+        approvals=tuple(reader.approvals),
     )

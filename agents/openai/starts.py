@@ -11,9 +11,11 @@ from collections.abc import Mapping
 
 from conversations.models import Conversation
 from orkestrel.core import Message
+from orkestrel.db import in_thread
 
 from ..runs import TITLE_LENGTH, ConversationSeed, RunHandle, run_service
 from ..runs.errors import (
+    AwaitingApproval,
     Busy,
     ProfileForbidden,
     StartFailed,
@@ -24,6 +26,7 @@ from ..runs.errors import (
 )
 from ..runtime.overrides import RunOverrides
 from .access import Caller
+from .approvals import conversation_waits
 from .errors import OpenAIError, bad_request, model_forbidden, model_not_found
 
 __all__ = ["start_run", "title_of"]
@@ -85,6 +88,8 @@ async def start_run(
             "input",
             "unknown_call_id",
         ) from None
+    except AwaitingApproval:
+        raise await in_thread(conversation_waits)(conversation_id) from None
     except Busy:
         raise OpenAIError(
             409,

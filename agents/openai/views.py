@@ -16,6 +16,7 @@ from orkestrel.protocol import Limits
 from ..models import AgentProfile
 from . import fields
 from .access import authenticate
+from .approvals import approval_required, held_calls
 from .chat_request import parse_chat_request
 from .completions import DONE, Completion, error_chunk
 from .endpoint import (
@@ -28,9 +29,10 @@ from .endpoint import (
     json_response,
     openai_view,
 )
-from .errors import not_found
+from .errors import OpenAIError, not_found
 from .outcome import Outcome
 from .starts import start_run
+from .support import CHAT_PARAMS, check_support
 
 __all__ = ["chat_completions", "model_detail", "model_list"]
 
@@ -74,9 +76,11 @@ async def model_detail(request: HttpRequest, model: str) -> HttpResponseBase:
 @openai_view("POST")
 async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     """Run the profile named by ``model`` on the request's messages; the answer whole or as
-    ``chat.completion.chunk`` events."""
+    ``chat.completion.chunk`` events. A run that pauses for a person's approval answers
+    ``409`` ``approval_required`` (streamed: an ``error`` event, then ``[DONE]``)."""
     caller = await authenticate(request)
     chat = parse_chat_request(fields.storable(json_body(request)), Limits.from_settings())
+    await check_support(chat.model, chat.overrides, CHAT_PARAMS)
     handle = await start_run(
         caller,
         model=chat.model,
@@ -91,15 +95,26 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         await collect(handle.id, outcome)
         if outcome.failed:
             raise UPSTREAM_FAILED
+        if outcome.paused:
+            raise await _paused(handle.id, handle.conversation_id)
         return json_response(completion.body(outcome))
     first = FirstOutput(handle.id, outcome)
     await first.wait()
     if outcome.failed and not first.ready:
         raise UPSTREAM_FAILED
-    return event_stream(_chunks(completion, first, chat.include_usage))
+    return event_stream(
+        _chunks(completion, first, chat.include_usage, handle.id, handle.conversation_id)
+    )
 
 
-async def _chunks(completion: Completion, first: FirstOutput, usage: bool) -> AsyncIterator[bytes]:
+async def _paused(run_id: int, conversation_id: str) -> OpenAIError:
+    """The ``409`` naming the approvals the run waits for (decidable in ``/api/approvals/``)."""
+    return approval_required(await in_thread(held_calls)(run_id), conversation_id)
+
+
+async def _chunks(
+    completion: Completion, first: FirstOutput, usage: bool, run_id: int, conversation_id: str
+) -> AsyncIterator[bytes]:
     # A client that goes away stops this generator, never the run: it goes on to its end
     # and its whole answer is stored, as in the chat.
     outcome = first.outcome
@@ -114,6 +129,10 @@ async def _chunks(completion: Completion, first: FirstOutput, usage: bool) -> As
     if outcome.failed:
         # Mid-stream the status is sent already: the SDKs raise on an ``error`` event.
         yield error_chunk(UPSTREAM_FAILED)
+        return
+    if outcome.paused:
+        # No finish_reason: the answer is not over, it waits for a person's decision.
+        yield error_chunk(await _paused(run_id, conversation_id)) + DONE
         return
     closing = [completion.chunk({}, finish_reason=outcome.finish_reason, include_usage=usage)]
     if usage:

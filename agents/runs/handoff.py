@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from conversations.approvals import Decided
-from orkestrel.core import ToolDefinition
+from orkestrel.core import NamedToolChoice, ResponseFormat, ToolChoice, ToolDefinition
 from orkestrel.protocol import MessagePayload, StartedFrame, encode
 
 from ..runtime.overrides import RunOverrides, Sampling
@@ -105,7 +105,46 @@ def _overrides_data(overrides: RunOverrides) -> dict[str, Any]:
         "max_tokens": overrides.max_tokens,
         "system": overrides.system,
         "request": dict(overrides.request) if overrides.request is not None else None,
+        "tool_choice": _choice_data(overrides.tool_choice),
+        "parallel_tool_calls": overrides.parallel_tool_calls,
+        "response_format": _format_data(overrides.response_format),
     }
+
+
+def _choice_data(choice: ToolChoice | None) -> str | dict[str, str] | None:
+    if isinstance(choice, NamedToolChoice):
+        return {"type": choice.type, "name": choice.name}
+    return choice
+
+
+def _choice_from(data: Any) -> ToolChoice | None:
+    if isinstance(data, dict):
+        return NamedToolChoice(str(data["name"]))
+    return cast(ToolChoice | None, data)
+
+
+def _format_data(answer: ResponseFormat | None) -> dict[str, Any] | None:
+    if answer is None:
+        return None
+    return {
+        "type": answer.type,
+        "schema": dict(answer.schema) if answer.schema is not None else None,
+        "name": answer.name,
+        "description": answer.description,
+        "strict": answer.strict,
+    }
+
+
+def _format_from(data: dict[str, Any] | None) -> ResponseFormat | None:
+    if data is None:
+        return None
+    return ResponseFormat(
+        type=data["type"],
+        schema=data.get("schema"),
+        name=data.get("name"),
+        description=data.get("description"),
+        strict=data.get("strict"),
+    )
 
 
 def _overrides_from(data: dict[str, Any]) -> RunOverrides:
@@ -123,4 +162,7 @@ def _overrides_from(data: dict[str, Any]) -> RunOverrides:
         max_tokens=data.get("max_tokens"),
         system=data.get("system"),
         request=data.get("request"),
+        tool_choice=_choice_from(data.get("tool_choice")),
+        parallel_tool_calls=data.get("parallel_tool_calls"),
+        response_format=_format_from(data.get("response_format")),
     )

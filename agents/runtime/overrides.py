@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orkestrel.core import ThinkingLevel, ToolDefinition
+from orkestrel.core import ResponseFormat, RunOptions, ThinkingLevel, ToolChoice, ToolDefinition
 
 from ..models import ProviderEndpoint
 
@@ -73,6 +73,9 @@ class RunOverrides:
     ends the run with the calls. ``max_tokens`` caps the run's completion tokens (under the
     profile's own budget). ``system`` follows the profile's system prompt for this run only
     (the Responses API's ``instructions``). ``request`` is recorded on the run for the operator.
+    ``tool_choice``, ``parallel_tool_calls`` and ``response_format`` (which refines ``schema``:
+    its name, ``strict``, or ``json_object``) go to the model as the client sent them, on
+    every call of the run: a forced call of a client tool ends the run at its first turn.
     """
 
     client_tools: tuple[ToolDefinition, ...] = ()
@@ -82,7 +85,23 @@ class RunOverrides:
     max_tokens: int | None = None
     system: str | None = None
     request: Mapping[str, Any] | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
 
     @property
     def client_names(self) -> frozenset[str]:
         return frozenset(tool.name for tool in self.client_tools)
+
+    def run_options(self) -> RunOptions:
+        """What the run's ``Agent.stream`` takes of these (the rest shapes the agent)."""
+        options: RunOptions = {}
+        if self.schema is not None:
+            options["schema"] = self.schema
+        if self.tool_choice is not None:
+            options["tool_choice"] = self.tool_choice
+        if self.parallel_tool_calls is not None:
+            options["parallel_tool_calls"] = self.parallel_tool_calls
+        if self.response_format is not None:
+            options["response_format"] = self.response_format
+        return options

@@ -168,9 +168,8 @@ class ChatSession:
 
     def run_options(self) -> RunOptions:
         """The keyword options of the run's ``Agent.stream``."""
-        options: RunOptions = {"think": self.think}
-        if self.overrides.schema is not None:
-            options["schema"] = self.overrides.schema
+        options = self.overrides.run_options()
+        options["think"] = self.think
         return options
 
     @classmethod

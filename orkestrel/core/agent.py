@@ -19,7 +19,13 @@ from .emitter import Emitter, ErrorHandler, Listener
 from .errors import AgentError
 from .instructions import InstructionManager
 from .messages import Message, mint_id
-from .provider import Provider, ProviderStreamOptions, ThinkingLevel
+from .provider import (
+    Provider,
+    ProviderStreamOptions,
+    ResponseFormat,
+    ThinkingLevel,
+    ToolChoice,
+)
 from .run import Run
 from .scheduler import Scheduler
 from .scopes import Scope
@@ -51,6 +57,9 @@ class RunOptions(TypedDict, total=False):
 
     think: bool | ThinkingLevel | None
     schema: Mapping[str, Any] | None
+    tool_choice: ToolChoice | None
+    parallel_tool_calls: bool | None
+    response_format: ResponseFormat | None
     limit: int | None
     timeout: float | None
     budget: Budget[TokenUsage] | None
@@ -196,6 +205,9 @@ class Agent:
         *,
         think: bool | ThinkingLevel | None = None,
         schema: Mapping[str, Any] | None = None,
+        tool_choice: ToolChoice | None = None,
+        parallel_tool_calls: bool | None = None,
+        response_format: ResponseFormat | None = None,
         limit: int | None = None,
         timeout: float | None = None,
         budget: Budget[TokenUsage] | None = None,
@@ -205,6 +217,8 @@ class Agent:
         """Start a run and return its live handle. Raises ``AgentError`` synchronously.
 
         ``read_only`` (``None``: the agent's own ``read_only``) runs only safe tool calls.
+        ``tool_choice``, ``parallel_tool_calls`` and ``response_format`` go with every model
+        call of the run (``ProviderStreamOptions``).
         """
         if read_only is not None:
             _flag("read_only", read_only)
@@ -231,11 +245,14 @@ class Agent:
             deadline.signal if deadline is not None else None,
             run_budget.signal if run_budget is not None else None,
         )
-        options = (
-            ProviderStreamOptions(think=think, schema=schema)
-            if think is not None or schema is not None
-            else None
+        asked = ProviderStreamOptions(
+            think=think,
+            schema=schema,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            response_format=response_format,
         )
+        options = asked if asked != ProviderStreamOptions() else None
         channel: Channel[AgentChunk] = Channel()
         run = Run(
             self,

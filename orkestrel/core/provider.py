@@ -17,13 +17,16 @@ __all__ = [
     "ContentDelta",
     "ContextFormat",
     "ContextSectionFormat",
+    "NamedToolChoice",
     "Provider",
     "ProviderDelta",
     "ProviderResult",
     "ProviderStreamItem",
     "ProviderStreamOptions",
+    "ResponseFormat",
     "ThinkingDelta",
     "ThinkingLevel",
+    "ToolChoice",
     "ToolDefinition",
 ]
 
@@ -83,11 +86,46 @@ ProviderStreamItem = ContentDelta | ThinkingDelta | ProviderResult
 
 
 @dataclass(frozen=True, slots=True)
+class NamedToolChoice:
+    """A ``tool_choice`` that makes the model call the tool ``name``."""
+
+    name: str
+    type: Literal["function"] = "function"
+
+
+# Whether the model may call tools (``auto``), must not (``none``), must call one
+# (``required``), or must call a named one.
+ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseFormat:
+    """The answer's format as a client asked for it: a JSON Schema with its ``name``,
+    ``description`` and ``strict`` flag (``json_schema``), or any JSON object
+    (``json_object``, no schema)."""
+
+    type: Literal["json_schema", "json_object"]
+    schema: Mapping[str, Any] | None = None
+    name: str | None = None
+    description: str | None = None
+    strict: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderStreamOptions:
-    """Per-call options: ``think`` (bool or a thinking level) and a JSON-Schema ``schema``."""
+    """Per-call options: ``think`` (bool or a thinking level) and a JSON-Schema ``schema``.
+
+    ``tool_choice``, ``parallel_tool_calls`` and ``response_format`` (which refines
+    ``schema``) are sent as asked when tools or a format are in play; ``None`` leaves the
+    model server's default. A provider that cannot honour one refuses the call rather than
+    drop it.
+    """
 
     think: bool | ThinkingLevel | None = None
     schema: Mapping[str, Any] | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
 
 
 @dataclass(frozen=True, slots=True)

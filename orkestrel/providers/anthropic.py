@@ -21,16 +21,25 @@ from typing import Any, Final, Literal, Unpack
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
     ContentDelta,
+    NamedToolChoice,
     ProviderResult,
     ProviderStreamItem,
     ProviderStreamOptions,
+    ResponseFormat,
     ThinkingLevel,
+    ToolChoice,
     ToolDefinition,
 )
 from orkestrel.core.usage import sanitize_usage
 
 from .base import ErrorFactory, HttpProvider, HttpProviderOptions, PendingCall, Turn
-from .wire import decode_json, link_tool_messages, think_level, to_image
+from .steering import Unsupported, UnsupportedOption, answer_format, forces_tool
+from .wire import (
+    decode_json,
+    link_tool_messages,
+    think_level,
+    to_image,
+)
 
 __all__ = ["ANTHROPIC_THINKING_BUDGETS", "ANTHROPIC_VERSION", "SCHEMA_TOOL", "AnthropicProvider"]
 
@@ -233,6 +242,22 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return wire
 
 
+def _tool_choice(choice: ToolChoice) -> dict[str, Any]:
+    """``tool_choice`` as the Messages API spells it (``required`` is ``any``)."""
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "tool", "name": choice.name}
+    return {"type": "any" if choice == "required" else choice}
+
+
+def _schema_tool(answer: ResponseFormat) -> dict[str, Any]:
+    """The forced tool whose input is the answer (any object for ``json_object``)."""
+    description = "Give the final answer as JSON matching this schema."
+    if answer.description:
+        description += f" {answer.description}"
+    schema = dict(answer.schema) if answer.schema is not None else {"type": "object"}
+    return {"name": SCHEMA_TOOL, "description": description, "input_schema": schema}
+
+
 class AnthropicProvider(HttpProvider):
     """A ``Provider`` over the Anthropic Messages API.
 
@@ -275,8 +300,29 @@ class AnthropicProvider(HttpProvider):
             headers["x-api-key"] = api_key
         return headers
 
+    @classmethod
+    def unsupported(cls, options: ProviderStreamOptions) -> Unsupported | None:
+        """What the Messages API cannot honour: a strict schema (the answer comes through a
+        tool, which follows its schema without a guarantee), or a format with no tools."""
+        answer = answer_format(options)
+        if answer is None:
+            return None
+        if answer.strict:
+            return Unsupported(
+                "response_format.strict",
+                "Anthropic's Messages API gives a structured answer through a tool call, "
+                "which cannot guarantee a strict schema",
+            )
+        if options.tool_choice == "none":
+            return Unsupported(
+                "tool_choice",
+                "Anthropic's Messages API gives a structured answer through a tool call, "
+                "which tool_choice none forbids",
+            )
+        return None
+
     def _turn(self, options: ProviderStreamOptions) -> Turn:
-        return _AnthropicTurn(self._http.error, options.schema is not None)
+        return _AnthropicTurn(self._http.error, answer_format(options) is not None)
 
     def _settled(self, turn: Turn, result: ProviderResult) -> None:
         assert isinstance(turn, _AnthropicTurn)
@@ -343,32 +389,40 @@ class AnthropicProvider(HttpProvider):
         tools: list[ToolDefinition],
         options: ProviderStreamOptions,
     ) -> dict[str, Any]:
+        refused = self.unsupported(options)
+        if refused is not None:
+            raise UnsupportedOption(self.name, refused)
         system, wire, signed = self._messages(messages)
         body: dict[str, Any] = {"model": self._model, "max_tokens": self._max_tokens}
         if system:
             body["system"] = "\n\n".join(system)
         body["messages"] = wire
         body["stream"] = True
+        choice = options.tool_choice
+        forced = forces_tool(choice)
         level = think_level(options.think, "medium")
-        thinking = level is not None and level != "none" and signed
+        # The API refuses a forced tool while thinking: a caller's forced choice wins the call.
+        thinking = level is not None and level != "none" and signed and not forced
         if thinking:
             assert level is not None and level != "none"
             budget = self._budgets[level]
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
             body["max_tokens"] = self._max_tokens + budget
         wire_tools = [_tool(tool) for tool in tools]
-        if options.schema is not None:
-            wire_tools.append(
-                {
-                    "name": SCHEMA_TOOL,
-                    "description": "Give the final answer as JSON matching this schema.",
-                    "input_schema": dict(options.schema),
-                }
-            )
+        answer = answer_format(options)
+        wire_choice: dict[str, Any] | None = None
+        if choice is not None and (answer is None or forced):
+            wire_choice = _tool_choice(choice)
+        elif answer is not None:
             # The API refuses a forced tool while thinking; "any" is refused too.
-            body["tool_choice"] = (
-                {"type": "auto"} if thinking else {"type": "tool", "name": SCHEMA_TOOL}
-            )
+            wire_choice = {"type": "auto"} if thinking else {"type": "tool", "name": SCHEMA_TOOL}
+        if answer is not None:
+            wire_tools.append(_schema_tool(answer))
+        if options.parallel_tool_calls is False and tools and choice != "none":
+            # One call per turn at most: a flag of the tool choice ("auto" when none is set).
+            wire_choice = {**(wire_choice or {"type": "auto"}), "disable_parallel_tool_use": True}
         if wire_tools:
             body["tools"] = wire_tools
+            if wire_choice is not None:
+                body["tool_choice"] = wire_choice
         return body

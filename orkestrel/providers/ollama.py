@@ -21,7 +21,13 @@ from orkestrel.core.provider import (
 from orkestrel.core.usage import sanitize_usage
 
 from .base import HttpProvider, PendingCall, Turn
-from .wire import decode_json, link_tool_messages, think_level, to_image
+from .steering import Unsupported, UnsupportedOption, answer_format, forces_tool
+from .wire import (
+    decode_json,
+    link_tool_messages,
+    think_level,
+    to_image,
+)
 
 __all__ = ["OLLAMA_THINK_VALUES", "OllamaProvider"]
 
@@ -129,6 +135,22 @@ class OllamaProvider(HttpProvider):
     path = "/api/chat"
     framing = "ndjson"
 
+    @classmethod
+    def unsupported(cls, options: ProviderStreamOptions) -> Unsupported | None:
+        """What ``/api/chat`` cannot honour: a forced tool call, or one call at most per turn
+        (it has neither setting). ``none`` is honoured by offering no tools; a format, strict
+        or not, by ``format`` (its sampling follows the schema)."""
+        if forces_tool(options.tool_choice):
+            return Unsupported(
+                "tool_choice", "Ollama's /api/chat cannot make the model call a tool"
+            )
+        if options.parallel_tool_calls is False:
+            return Unsupported(
+                "parallel_tool_calls",
+                "Ollama's /api/chat cannot keep the model to one tool call per turn",
+            )
+        return None
+
     def _turn(self, options: ProviderStreamOptions) -> Turn:
         return _OllamaTurn(self._http.error)
 
@@ -138,12 +160,15 @@ class OllamaProvider(HttpProvider):
         tools: list[ToolDefinition],
         options: ProviderStreamOptions,
     ) -> dict[str, Any]:
+        refused = self.unsupported(options)
+        if refused is not None:
+            raise UnsupportedOption(self.name, refused)
         body: dict[str, Any] = {
             "model": self._model,
             "messages": _messages(messages),
             "stream": True,
         }
-        if tools:
+        if tools and options.tool_choice != "none":
             body["tools"] = [_tool(tool) for tool in tools]
         if options.think is True:
             body["think"] = True
@@ -151,6 +176,8 @@ class OllamaProvider(HttpProvider):
             level = think_level(options.think, "medium")
             if level is not None:
                 body["think"] = OLLAMA_THINK_VALUES[level]
-        if options.schema is not None:
-            body["format"] = dict(options.schema)
+        answer = answer_format(options)
+        if answer is not None:
+            # ``"json"`` is Ollama's JSON mode; a schema constrains the sampling to it.
+            body["format"] = dict(answer.schema) if answer.schema is not None else "json"
         return body

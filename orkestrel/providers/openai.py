@@ -16,15 +16,24 @@ from typing import Any, Final, Unpack
 
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
+    NamedToolChoice,
     ProviderStreamItem,
     ProviderStreamOptions,
+    ResponseFormat,
     ThinkingLevel,
+    ToolChoice,
     ToolDefinition,
 )
 from orkestrel.core.usage import TokenUsage, sanitize_usage
 
 from .base import HttpProvider, HttpProviderOptions, PendingCall, Turn
-from .wire import decode_json, link_tool_messages, think_level, to_image
+from .steering import Unsupported, answer_format
+from .wire import (
+    decode_json,
+    link_tool_messages,
+    think_level,
+    to_image,
+)
 
 __all__ = ["OPENAI_REASONING_EFFORTS", "OpenAIProvider"]
 
@@ -174,10 +183,31 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
+
+
+def _schema_name(schema: Mapping[str, Any]) -> str:
+    """A name for a schema the caller left unnamed (the API requires one): its title."""
     title = schema.get("title")
-    name = _NAME_PATTERN.sub("_", title)[:64] if isinstance(title, str) and title else "response"
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
+    return _NAME_PATTERN.sub("_", title)[:64] if isinstance(title, str) and title else "response"
+
+
+def _response_format(answer: ResponseFormat) -> dict[str, Any]:
+    """The format as asked: ``json_object`` as such; a schema with its name, description and
+    ``strict`` unchanged."""
+    if answer.type == "json_object":
+        return {"type": "json_object"}
+    assert answer.schema is not None
+    spec: dict[str, Any] = {"name": answer.name or _schema_name(answer.schema)}
+    if answer.description is not None:
+        spec["description"] = answer.description
+    spec["schema"] = dict(answer.schema)
+    if answer.strict is not None:
+        spec["strict"] = answer.strict
+    return {"type": "json_schema", "json_schema": spec}
 
 
 class OpenAIProvider(HttpProvider):
@@ -222,6 +252,11 @@ class OpenAIProvider(HttpProvider):
         super().__init__(**options)
         self._include_usage = bool(include_usage)
 
+    @classmethod
+    def unsupported(cls, options: ProviderStreamOptions) -> Unsupported | None:
+        """Chat Completions takes every request option as it is: nothing to refuse."""
+        return None
+
     def _turn(self, options: ProviderStreamOptions) -> Turn:
         return _OpenAITurn(self._http.error)
 
@@ -240,11 +275,17 @@ class OpenAIProvider(HttpProvider):
             body["stream_options"] = {"include_usage": True}
         if tools:
             body["tools"] = [_tool(tool) for tool in tools]
+            # The API refuses both without tools (a summary's call has none).
+            if options.tool_choice is not None:
+                body["tool_choice"] = _tool_choice(options.tool_choice)
+            if options.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = options.parallel_tool_calls
         level = think_level(options.think, "medium")
         if level is not None:
             body["reasoning_effort"] = OPENAI_REASONING_EFFORTS[level]
-        if options.schema is not None:
-            body["response_format"] = _response_format(options.schema)
+        answer = answer_format(options)
+        if answer is not None:
+            body["response_format"] = _response_format(answer)
         return body
 
 

@@ -20,10 +20,14 @@ from typing import Any, Final
 from orkestrel.core.messages import Message, MessageInput, create_message
 from orkestrel.core.provider import (
     THINKING_LEVELS,
+    NamedToolChoice,
     ProviderStreamOptions,
+    ResponseFormat,
     ThinkingLevel,
     ToolDefinition,
 )
+
+from .steering import TOOL_CHOICE_MODES
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -243,11 +247,18 @@ def to_tools(tools: Sequence[ToolDefinition | Mapping[str, Any]] | None) -> list
 def to_options(
     options: ProviderStreamOptions | Mapping[str, Any] | None,
 ) -> ProviderStreamOptions:
-    """Coerce per-call options; ``think`` must be a bool or one of ``THINKING_LEVELS``."""
+    """Coerce per-call options; ``think`` must be a bool or one of ``THINKING_LEVELS``,
+    ``tool_choice`` a mode of ``TOOL_CHOICE_MODES`` or a ``NamedToolChoice``."""
     if options is None:
         return ProviderStreamOptions()
     if isinstance(options, Mapping):
-        options = ProviderStreamOptions(options.get("think"), options.get("schema"))
+        options = ProviderStreamOptions(
+            think=options.get("think"),
+            schema=options.get("schema"),
+            tool_choice=options.get("tool_choice"),
+            parallel_tool_calls=options.get("parallel_tool_calls"),
+            response_format=options.get("response_format"),
+        )
     if not isinstance(options, ProviderStreamOptions):
         raise TypeError("options must be ProviderStreamOptions, a mapping or None")
     think = options.think
@@ -255,6 +266,25 @@ def to_options(
         raise ValueError(f"options.think must be a bool or one of {THINKING_LEVELS}, not {think!r}")
     if options.schema is not None and not isinstance(options.schema, Mapping):
         raise TypeError("options.schema must be a JSON-Schema mapping")
+    choice = options.tool_choice
+    if isinstance(choice, NamedToolChoice):
+        if not isinstance(choice.name, str) or not choice.name:
+            raise ValueError("options.tool_choice must name a tool")
+    elif choice is not None and choice not in TOOL_CHOICE_MODES:
+        raise ValueError(
+            f"options.tool_choice must be one of {TOOL_CHOICE_MODES} or a NamedToolChoice, "
+            f"not {choice!r}"
+        )
+    if options.parallel_tool_calls is not None and not isinstance(
+        options.parallel_tool_calls, bool
+    ):
+        raise TypeError("options.parallel_tool_calls must be a bool")
+    answer = options.response_format
+    if answer is not None:
+        if not isinstance(answer, ResponseFormat):
+            raise TypeError("options.response_format must be a ResponseFormat")
+        if answer.type == "json_schema" and not isinstance(answer.schema, Mapping):
+            raise TypeError("a json_schema response_format needs a JSON-Schema mapping")
     return options
 
 
