@@ -403,7 +403,8 @@ async def test_a_search_in_a_thread_keeps_the_loop_serving_until_it_times_out():
     workspace = create_workspace()
     workspace.write("a.txt", SUBJECT)
     search = asyncio.create_task(workspace.search_in_thread(CATASTROPHIC, regex=True))
-    assert await longest_stall(search) < 0.1
+    # Before, the loop stood still for the whole match (about 5 s); room for a loaded CI box.
+    assert await longest_stall(search) < 0.5
     with pytest.raises(WorkspaceError) as caught:
         await search
     assert caught.value.code == "PATTERN"
@@ -413,7 +414,7 @@ async def test_a_replace_in_a_thread_keeps_the_loop_serving_and_changes_nothing_
     workspace = create_workspace()
     workspace.write("a.txt", SUBJECT)
     replace = asyncio.create_task(workspace.replace_in_thread(CATASTROPHIC, "x", regex=True))
-    assert await longest_stall(replace) < 0.1
+    assert await longest_stall(replace) < 0.5  # as above
     with pytest.raises(WorkspaceError) as caught:
         await replace
     assert caught.value.code == "PATTERN"
