@@ -168,6 +168,15 @@ class Conversation(models.Model):
         help_text="The prompt tokens of the latest call, as the provider reported them.",
     )
     context_sections = models.PositiveIntegerField("sections at that call", null=True, blank=True)
+    # The owner's own sorting of their list: neither is activity (``updated`` keeps its time).
+    pinned = models.BooleanField(
+        "pinned", default=False, help_text="Kept at the top of the owner's conversation list."
+    )
+    archived = models.BooleanField(
+        "archived",
+        default=False,
+        help_text="Out of the owner's conversation list, still searchable; nothing is deleted.",
+    )
     created = models.DateTimeField("created", auto_now_add=True)
     updated = models.DateTimeField("updated", auto_now=True)
 

@@ -7,6 +7,7 @@ not own (so its existence does not leak).
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
+from django.utils.html import escape
 
 from agents.models import AgentProfile, ProviderEndpoint
 from orkestrel import protocol
@@ -61,8 +63,10 @@ __all__ = [
     "enabled_profiles",
     "get_conversation",
     "list_conversations",
+    "mark_conversation",
     "message_payload",
     "rename_conversation",
+    "search_snippet",
     "section_payload",
 ]
 
@@ -161,8 +165,47 @@ def list_conversations(*, user: User, query: str = "") -> QuerySet[Conversation]
     query = query.strip()
     if query:
         matching = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query)
-        conversations = conversations.filter(Q(title__icontains=query) | Exists(matching))
+        # ``matched``: the first message that matches (``search_snippet`` cuts it), or ``None``
+        # when only the title does.
+        conversations = conversations.filter(Q(title__icontains=query) | Exists(matching)).annotate(
+            matched=Subquery(matching.order_by("position").values("content")[:1])
+        )
     return conversations
+
+
+# Characters of context a search snippet shows before its first match, and in all.
+SNIPPET_BEFORE = 40
+SNIPPET_LENGTH = 160
+
+
+def search_snippet(text: str | None, query: str) -> str | None:
+    """The part of ``text`` around the first match of ``query``, as HTML: escaped, each match
+    in ``<mark>``, a cut marked ``…`` (``None`` without text)."""
+    flat = " ".join((text or "").split())
+    if not flat:
+        return None
+    words = " ".join(query.split())
+    pattern = re.compile(re.escape(words), re.IGNORECASE) if words else None
+    found = pattern.search(flat) if pattern is not None else None
+    start = max(0, found.start() - SNIPPET_BEFORE) if found is not None else 0
+    if start > 0:
+        space = flat.find(" ", start, found.start() if found is not None else None)
+        start = space + 1 if space != -1 else start  # begin on a word
+    end = min(len(flat), start + SNIPPET_LENGTH)
+    if found is not None:
+        end = max(end, found.end())
+    if end < len(flat):
+        space = flat.rfind(" ", found.end() if found is not None else start, end)
+        end = space if space > start else end
+    part = flat[start:end]
+    html: list[str] = []
+    last = 0
+    for match in pattern.finditer(part) if pattern is not None else ():
+        html.append(escape(part[last : match.start()]))
+        html.append(f"<mark>{escape(match.group())}</mark>")
+        last = match.end()
+    html.append(escape(part[last:]))
+    return ("…" if start > 0 else "") + "".join(html) + ("…" if end < len(flat) else "")
 
 
 def _clean_title(title: str) -> str:
@@ -302,6 +345,27 @@ def rename_conversation(
     conversation.title = cleaned
     conversation.full_clean()
     conversation.save(update_fields=["title"])  # a rename is not activity: keep the order
+    return conversation
+
+
+def mark_conversation(
+    *,
+    user: User,
+    conversation_id: uuid.UUID | str,
+    pinned: bool | None = None,
+    archived: bool | None = None,
+) -> Conversation:
+    """Pin or archive one of the user's conversations (``None`` leaves a flag as it is)."""
+    conversation = get_conversation(user=user, conversation_id=conversation_id)
+    fields = []
+    if pinned is not None:
+        conversation.pinned = pinned
+        fields.append("pinned")
+    if archived is not None:
+        conversation.archived = archived
+        fields.append("archived")
+    if fields:
+        conversation.save(update_fields=fields)  # not activity: the list keeps its order
     return conversation
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -58,6 +59,16 @@ class ApprovalSerializer(serializers.Serializer[Any]):
     )
     decided = serializers.DateTimeField(allow_null=True)
     decided_by = serializers.CharField(allow_null=True)
+
+
+class DecidedSerializer(ApprovalSerializer):
+    """A decided call, and the run that goes on after it."""
+
+    continued_by = serializers.IntegerField(
+        allow_null=True,
+        help_text="The run that goes on, now that every held call of the paused run is "
+        "decided (follow it at `/api/runs/{id}/events/`); null while others still wait.",
+    )
 
 
 class DecideSerializer(serializers.Serializer[Any]):
@@ -131,7 +142,7 @@ class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
             DecideSerializer, examples.APPROVE, examples.DENY, examples.APPROVE_EDITED
         ),
         responses={
-            200: examples.answer(ApprovalSerializer, examples.APPROVED),
+            200: examples.answer(DecidedSerializer, examples.APPROVED),
             **examples.refusals(
                 examples.BAD_DECISION,
                 examples.OPERATOR_DECIDES,
@@ -143,7 +154,8 @@ class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
         description=(
             "Once every held call of its run is decided, the conversation goes on: approved "
             "calls run (with the edited arguments, if given), denied ones answer the model "
-            "with the reason. Every tab of the chat sees the decision."
+            "with the reason, in a new run, named by `continued_by` (with `Location`). Every "
+            "tab of the chat sees the decision."
         ),
     )
     @action(detail=True, methods=["post"])
@@ -159,7 +171,7 @@ class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
             field = str(error).split(" ", 1)[0]
             raise ValidationError({field: [str(error)]}) from None
         try:
-            decided = async_to_sync(self.service.decide)(
+            decided = async_to_sync(self.service.decide_run)(
                 user_id=user_id(request),
                 username=request.user.get_username(),
                 approval_id=int(pk),
@@ -173,4 +185,8 @@ class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
             if error.code == "invalid":
                 raise ValidationError({"arguments": [str(error)]}) from None
             raise Conflict(str(error), code="decided") from None
-        return Response(decided, status=status.HTTP_200_OK)
+        body = {**decided.approval, "continued_by": decided.continued_by}
+        response = Response(body, status=status.HTTP_200_OK)
+        if decided.continued_by is not None:
+            response["Location"] = reverse("api-run-detail", args=[decided.continued_by])
+        return response

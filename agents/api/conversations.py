@@ -12,11 +12,13 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models.functions import Substr
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
@@ -29,7 +31,7 @@ from conversations import services, transfer
 from conversations.attachments import attach_image, discard_attachments, resolve_attachments
 from conversations.branches import NoSuchBranch, NotBranchable, conversation_branches
 from conversations.forks import ForkBusy, fork_conversation
-from conversations.models import Conversation
+from conversations.models import Conversation, Message
 from conversations.pending import PendingFull, pending_list
 from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 
@@ -44,12 +46,19 @@ from . import examples
 from .base import JsonErrors, deferred_json, user_id
 from .dispatch import DatabaseThreadRoutes, Deferred
 from .errors import Conflict, RunFailed, TooManyRunsError
-from .events import EVENT_STREAM_RESPONSE
+from .events import CONVERSATION_STREAM_RESPONSE, SEND_STREAM_RESPONSE
 from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
-from .runs import settled_body, started_body
+from .runs import (
+    answer_stream,
+    answered_body,
+    conversation_events,
+    settled_body,
+    started_body,
+)
 from .serializers import (
     MESSAGE_ACCEPTED,
     MESSAGE_ANSWERED,
+    PREVIEW_CHARS,
     AttachmentSerializer,
     AttachmentUploadSerializer,
     BranchChoiceSerializer,
@@ -63,6 +72,7 @@ from .serializers import (
     MessageCreateSerializer,
     PendingSerializer,
     RunSerializer,
+    SearchResultSerializer,
     SectionOriginalsSerializer,
     SectionsSerializer,
     TakenSerializer,
@@ -86,9 +96,27 @@ def _conversation(request: Request, pk: str) -> Conversation:
     return services.get_conversation(user=request.user, conversation_id=pk)
 
 
+# The list's filters: a boolean each, both optional (the sidebar lists pinned, recent and
+# archived conversations as three lists).
+_LIST_FILTERS = ("pinned", "archived")
+
+
 @extend_schema_view(
     list=extend_schema(
-        responses=examples.answer(ConversationSerializer, examples.LISTED_CONVERSATION)
+        parameters=[
+            OpenApiParameter(
+                "pinned", bool, description="Only the pinned (`true`) or unpinned (`false`) ones."
+            ),
+            OpenApiParameter(
+                "archived",
+                bool,
+                description="Only the archived (`true`) or unarchived (`false`) ones.",
+            ),
+        ],
+        responses={
+            200: examples.answer(ConversationSerializer, examples.LISTED_CONVERSATION),
+            **examples.refusals(examples.LIST_FILTER_INVALID),
+        },
     )
 )
 class ConversationViewSet(
@@ -101,7 +129,7 @@ class ConversationViewSet(
     """The user's conversations, newest first; a conversation's messages (sending one starts a
     run) are on the database thread."""
 
-    database_thread = frozenset({"messages", "regenerate", "edit"})
+    database_thread = frozenset({"messages", "regenerate", "edit", "events"})
 
     serializer_class = ConversationSerializer
     pagination_class = NewestFirst
@@ -109,10 +137,37 @@ class ConversationViewSet(
     queryset = Conversation.objects.none()
 
     def get_queryset(self) -> QuerySet[Conversation]:
-        return Conversation.objects.filter(owner_id=user_id(self.request)).select_related("profile")
+        first_words = (
+            Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.USER)
+            .order_by("position")
+            .annotate(start=Substr("content", 1, PREVIEW_CHARS))
+            .values("start")[:1]
+        )
+        return (
+            Conversation.objects.filter(owner_id=user_id(self.request))
+            .select_related("profile")
+            .annotate(preview=Subquery(first_words))
+        )
 
     def get_object(self) -> Conversation:
         return _conversation(self.request, self.kwargs["pk"])
+
+    def filter_queryset(self, queryset: QuerySet[Conversation, Any]) -> QuerySet[Conversation, Any]:
+        if self.action != "list":
+            return queryset
+        errors: dict[str, list[str]] = {}
+        for name in _LIST_FILTERS:
+            given = self.request.query_params.get(name)
+            if given is None:
+                continue
+            value = _BOOLEANS.get(given.lower())
+            if value is None:
+                errors[name] = ["Use true or false."]
+            else:
+                queryset = queryset.filter(**{name: value})
+        if errors:
+            raise exceptions.ValidationError(errors)
+        return queryset
 
     @extend_schema(
         responses={
@@ -143,12 +198,18 @@ class ConversationViewSet(
             user=request.user,
             profile=serializer.validated_data.get("profile"),
             title=serializer.validated_data.get("title", ""),
-            origin=Conversation.Origin.API,
+            origin=_origin(request),
         )
         return Response(self._body(conversation), status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        request=examples.body(ConversationUpdateSerializer, examples.RENAME, examples.CHOOSE_MODEL),
+        request=examples.body(
+            ConversationUpdateSerializer,
+            examples.RENAME,
+            examples.CHOOSE_MODEL,
+            examples.PIN,
+            examples.ARCHIVE,
+        ),
         responses={
             200: examples.answer(ConversationSerializer, examples.RENAMED),
             **examples.refusals(
@@ -173,6 +234,13 @@ class ConversationViewSet(
                 thinking=data.get("thinking"),
                 read_only=data.get("read_only"),
             )
+            if "pinned" in data or "archived" in data:
+                conversation = services.mark_conversation(
+                    user=request.user,
+                    conversation_id=self.kwargs["pk"],
+                    pinned=data.get("pinned"),
+                    archived=data.get("archived"),
+                )
         return Response(self._body(conversation))
 
     @extend_schema(
@@ -236,12 +304,17 @@ class ConversationViewSet(
         methods=["POST"],
         summary="Send a message (starts a run)",
         description=(
-            "Stores the user message, then starts a run. Answers `202` with the run at once; "
-            "with `?wait=true` when the run has settled (`200`); with `Accept: "
-            "text/event-stream` the run's events stream on the same response. While a run is "
-            "going the message is stored as pending (`202` with `pending`): the next run takes "
-            "it. Slash commands: `/compact [focus]` (`200` with `compacted`), `/continue`, "
-            "`/skill <name>` (`200` with `skills`: `added`, `active`), `/<template> text` (the "
+            "Stores the user message, then starts a run. Answers `202` with the run and the "
+            "stored `message` at once; with `?wait=true` when the run has settled (`200`); "
+            "with `Accept: text/event-stream` the run's events stream on the same response. "
+            "While a run is going (or a call waits for approval) the message is stored as "
+            "pending: `202` with `pending` (every message waiting, this one last) and `run`, "
+            "the going run; the message joins it at its next model request, or the run after "
+            "it takes it. Then `?wait=true` answers the run that took it, settled, with the "
+            "`message` it went in; an event stream follows the runs from the send to the end of "
+            "that one (event ids as `GET …/events/` gives them). Slash commands: `/compact "
+            "[focus]` (`200` with `compacted`), `/continue`, `/skill <name>` (`200` with "
+            "`skills`: `added`, `active`), `/<template> text` (the "
             "operators' prompt template, expanded; `//text` sends `/text`). The same content "
             "and images again within 2 s of the previous message, while it is the latest, is "
             "ignored: `200` with `duplicate`, the first's `message` and `run` (or `pending`)."
@@ -260,11 +333,12 @@ class ConversationViewSet(
             (200, examples.JSON): examples.answer(
                 MESSAGE_ANSWERED,
                 examples.RUN_SETTLED,
+                examples.QUEUED_SETTLED,
                 examples.COMPACTED,
                 examples.SKILLS,
                 examples.DUPLICATE,
             ),
-            (200, "text/event-stream"): EVENT_STREAM_RESPONSE,
+            (200, "text/event-stream"): SEND_STREAM_RESPONSE,
             **examples.refusals(
                 examples.MESSAGE_INVALID,
                 examples.IMAGE_INVALID,
@@ -350,20 +424,65 @@ class ConversationViewSet(
             skills = {"added": list(sent.added), "active": list(sent.active)}
             return self.as_json(Response({"skills": skills}))
         if isinstance(sent, Queued):
-            # A run is going: the message waits for the next one (it takes them all, merged);
-            # there is no run to stream, so an event-stream request gets this as JSON too.
-            queued = Response({"pending": sent.pending}, status=status.HTTP_202_ACCEPTED)
-            return self.as_json(queued)
+            return self._queued(request, str(conversation.pk), sent)
         handle = sent
         if isinstance(request.accepted_renderer, EventStreamRenderer):
             return event_stream(self.service.follow_batches(handle.id, idle=HEARTBEAT_SECONDS))
         if _truthy(request.query_params.get("wait")):
             user = user_id(request)
-            return deferred_json(lambda: settled_body(user, handle.id))
-        body = started_body(request, handle.id)
+
+            async def settled() -> dict[str, Any]:
+                return {**await settled_body(user, handle.id), "message": handle.message}
+
+            return deferred_json(settled)
+        body = {**started_body(request, handle.id), "message": handle.message}
         response = Response(body, status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
         return response
+
+    def _queued(self, request: Request, conversation_id: str, sent: Queued) -> Any:
+        """A message that waits behind a run: the run that will take it, or (``wait``, an
+        event stream) its answer, followed across runs to the one that takes it."""
+        awaited = sent.awaited
+        if awaited is not None and isinstance(request.accepted_renderer, EventStreamRenderer):
+            return answer_stream(conversation_id, awaited)
+        if awaited is not None and _truthy(request.query_params.get("wait")):
+            user = user_id(request)
+            return deferred_json(lambda: answered_body(user, conversation_id, awaited))
+        queued = Response(
+            {"pending": sent.pending, "run": sent.run}, status=status.HTTP_202_ACCEPTED
+        )
+        if sent.run is not None:
+            queued["Location"] = reverse("api-run-detail", args=[sent.run])
+        return self.as_json(queued)
+
+    @extend_schema(
+        summary="Follow the conversation's runs (Server-Sent Events)",
+        description=(
+            "Every frame of the conversation's runs, in order, from the run going now (or the "
+            "next to start): when a run ends, the stream goes on with the next one as it "
+            "starts, and stays open (a comment line every 15 s) until the client leaves. Event "
+            "ids are opaque: `Last-Event-ID` (or `after`) resumes exactly after that event, "
+            "across runs (the runs after it are replayed from their start)."
+        ),
+        parameters=[
+            OpenApiParameter(
+                "Last-Event-ID",
+                str,
+                OpenApiParameter.HEADER,
+                description="Resume after this event (an `id` this stream gave).",
+            ),
+            OpenApiParameter("after", str, description="The same as Last-Event-ID."),
+        ],
+        responses={
+            (200, "text/event-stream"): CONVERSATION_STREAM_RESPONSE,
+            **examples.refusals(examples.CONVERSATION_EVENT_INVALID, examples.NO_CONVERSATION),
+        },
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[EventStreamRenderer, JSONRenderer])
+    def events(self, request: Request, pk: str) -> Any:
+        conversation = _conversation(request, pk)
+        return conversation_events(request, str(conversation.pk))
 
     # -- alternatives: regenerated answers, edited messages ------------------------------------
 
@@ -690,8 +809,13 @@ class ConversationViewSet(
     @extend_schema(
         parameters=[OpenApiParameter("q", str, required=True, description="Text to look for.")],
         summary="Search the user's conversations (titles and messages)",
+        description=(
+            "Newest first, archived ones included. Each carries `snippet`: HTML of its first "
+            "matching message around the match (escaped, each match in `<mark>`), or `null` "
+            "when only the title matches."
+        ),
         responses={
-            200: examples.answer(ConversationSerializer(many=True), examples.LISTED_CONVERSATION),
+            200: examples.answer(SearchResultSerializer(many=True), examples.FOUND),
             **examples.refusals(examples.SEARCH_INVALID),
         },
     )
@@ -702,8 +826,20 @@ class ConversationViewSet(
             raise exceptions.ValidationError({"q": ["Enter text to search for."]})
         matches = services.list_conversations(user=request.user, query=query)
         page = self.paginate_queryset(matches)
-        serializer = ConversationSerializer(page, many=True, context=self.get_serializer_context())
+        context = {**self.get_serializer_context(), "query": query}
+        serializer = SearchResultSerializer(page, many=True, context=context)
         return self.get_paginated_response(serializer.data)
+
+
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _origin(request: Request) -> str:
+    """Where a conversation created here began: the chat page (signed in by its session, as
+    the sidebar's **New chat** is) or a program (an API key)."""
+    if isinstance(request.successful_authenticator, SessionAuthentication):
+        return Conversation.Origin.CHAT
+    return Conversation.Origin.API
 
 
 def _truthy(value: str | None) -> bool:

@@ -279,8 +279,11 @@ def _conversation(**changes: Any) -> dict[str, Any]:
         "model": "",
         "thinking": "",
         "read_only": False,
+        "pinned": False,
+        "archived": False,
         "skills": [],
         "forked_from": None,
+        "preview": None,
         "created": CREATED,
         "updated": LATER,
         "usage": USAGE,
@@ -353,7 +356,9 @@ NO_KEY = not_found("No ApiKey matches the given query.")
 
 CONVERSATION = example("A conversation", _conversation())
 LISTED_CONVERSATION = example(
-    "A conversation", _conversation(context=None), description="`context` is `null` in lists."
+    "A conversation",
+    _conversation(context=None, preview="Plan three days in Lisbon for two, in May"),
+    description="`context` is `null` in lists.",
 )
 NEW_CONVERSATION = example("A titled conversation", {"title": "Trip to Lisbon", "profile": "demo"})
 CREATED_CONVERSATION = example(
@@ -371,12 +376,24 @@ CHOOSE_MODEL = example(
     {"model": "demo/echo", "thinking": "high", "read_only": True},
 )
 RENAMED = example("Renamed", _conversation(title="Lisbon, in May"))
+PIN = example("Pin it to the top of the list", {"pinned": True})
+ARCHIVE = example("Archive it (out of the list, still searchable)", {"archived": True})
+FOUND = example(
+    "A conversation found by its message",
+    _conversation(
+        context=None,
+        preview="Plan three days in Lisbon for two, in May",
+        snippet="…we could take the <mark>tram</mark> 28 up to the castle and walk down…",
+    ),
+    description="`snippet` is HTML: escaped text, each match in `<mark>`.",
+)
+LIST_FILTER_INVALID = invalid("Not a boolean", archived=["Use true or false."])
 UPDATE_INVALID = invalid(
     "A model no profile offers", model=["Choose one of the models your profiles offer."]
 )
 UPDATE_EMPTY = invalid(
     "Nothing to change",
-    non_field_errors=["Send a title, a model, a thinking level or read_only."],
+    non_field_errors=["Send a title, a model, a thinking level, read_only, pinned or archived."],
 )
 NO_CONVERSATION = not_found("No such conversation.")
 BUSY = Refusal(
@@ -424,12 +441,27 @@ MESSAGE_WITH_IMAGE = example(
 COMPACT_COMMAND = example("Fold now", {"content": "/compact the packing list"})
 RUN_STARTED = example(
     "The run, started",
-    _run(status="running", stop_reason="", content="", usage=NO_USAGE, finished=None),
+    {
+        **_run(status="running", stop_reason="", content="", usage=NO_USAGE, finished=None),
+        "message": USER_MESSAGE,
+    },
+    description="`message`: the user message stored (its id for an edit or a regenerate).",
 )
 QUEUED = example(
-    "Queued: a run is going", {"pending": [PENDING]}, description="The next run takes it."
+    "Queued: a run is going",
+    {"pending": [PENDING], "run": RUN_ID},
+    description="`run` takes it at its next model request, or the run after it does.",
 )
-RUN_SETTLED = example("The run, settled (`wait=true`)", _run())
+RUN_SETTLED = example("The run, settled (`wait=true`)", {**_run(), "message": USER_MESSAGE})
+QUEUED_SETTLED = example(
+    "Queued, then answered (`wait=true`)",
+    {
+        **_run(id=RUN_ID + 1),
+        "message": {**USER_MESSAGE, "content": PENDING["content"], "html": ""},
+    },
+    description="The run that took it, with the user message it went in (merged with the "
+    "others that waited).",
+)
 COMPACTED = example("`/compact`: the section folded", {"compacted": SECTION})
 SKILLS = example(
     "`/skill`: skills now active", {"skills": {"added": ["packing"], "active": ["packing"]}}
@@ -553,6 +585,12 @@ IMPORT_INVALID = invalid("Not JSON Lines", records=["line 1: not valid JSON"])
 SEARCH_INVALID = invalid("No text", q=["Enter text to search for."])
 
 RUN = example("A settled run", _run())
+LISTED_RUN = example("A settled run", _run())
+RUN_FILTER_INVALID = invalid(
+    "Not a status",
+    status=['"paused" is not a valid choice.'],
+    conversation=["Must be a valid UUID."],
+)
 NO_RUN = not_found("No such run.")
 CANCELLED = example(
     "Stopping", _run(status="running", stop_reason="", content="Light layers,", finished=None)
@@ -571,6 +609,37 @@ NOT_RETRYABLE = Refusal(
     code="not_retryable",
 )
 AFTER_INVALID = invalid("Not an event id", after=["Must be an event id (an integer)."])
+
+
+def _conversation_events(*frames: ServerFrame) -> str:
+    return "".join(
+        format_event(encode(frame), lambda f: f"{f['run']}.{f['seq']}") for frame in frames
+    )
+
+
+_FINISHED = {
+    "content": REPLY,
+    "thinking": "",
+    "usage": USAGE,
+    "partial": False,
+    "stop": "done",
+}
+CONVERSATION_EVENTS = example(
+    "Two runs, one after the other",
+    _conversation_events(
+        TokenFrame(run=RUN_ID, seq=3, content="Light layers, a rain jacket."),
+        FinishFrame(run=RUN_ID, seq=4, result=_FINISHED, context=CONTEXT),  # type: ignore[arg-type]
+        StartedFrame(run=RUN_ID + 1, seq=1, message=EARLIER, nonce=None, title="Trip to Lisbon"),
+        TokenFrame(run=RUN_ID + 1, seq=2, content="Noted: 14 to 20 May."),
+        FinishFrame(run=RUN_ID + 1, seq=3, result=_FINISHED, context=CONTEXT),  # type: ignore[arg-type]
+    ),
+    description="`id`: opaque (send it back as `Last-Event-ID`); `event`: the frame's `type`; "
+    "`data`: the frame, whose `run` says which run it is of.",
+)
+CONVERSATION_EVENT_INVALID = invalid(
+    "Not an event id of this stream",
+    after=["Must be an event id this stream gave (of this conversation's runs)."],
+)
 
 # -- alternatives: regenerated answers, edited messages ------------------------------------------
 
@@ -817,7 +886,9 @@ APPROVED = example(
         "status": "approved",
         "decided": "2026-12-01T16:06:10Z",
         "decided_by": "alice",
+        "continued_by": 43,
     },
+    description="`continued_by`: the run that goes on (null while other calls of its run wait).",
 )
 NO_APPROVAL = not_found("No such approval.")
 UNKNOWN_STATUS = invalid(

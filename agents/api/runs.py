@@ -1,21 +1,30 @@
-"""``/api/runs/``: a run's status and result, cancelling it, and following its events."""
+"""``/api/runs/``: the user's runs (filtered, newest first), a run's status and result,
+cancelling it, and following its events; and the answers of a queued message (``wait``,
+its event stream), which follow the conversation's runs to the one that took it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from conversations.models import Run
+from orkestrel.protocol import MessagePayload, usage_payload
+
 from ..runs import Busy, RunRecord, run_service
 from ..runs.records import owned_run
+from ..runs.sequence import Awaited, Position, run_of_conversation
 from . import examples
 from .base import JsonErrors, user_id
 from .dispatch import DatabaseThreadRoutes
@@ -24,7 +33,16 @@ from .events import EVENT_STREAM_RESPONSE
 from .serializers import RunSerializer
 from .sse import HEARTBEAT_SECONDS, EventStreamRenderer, event_stream
 
-__all__ = ["RunViewSet", "run_body", "settled_body", "started_body"]
+__all__ = [
+    "RunViewSet",
+    "answer_stream",
+    "answered_body",
+    "conversation_events",
+    "conversation_event_id",
+    "run_body",
+    "settled_body",
+    "started_body",
+]
 
 
 def _record(request: Request, run_id: int | str) -> RunRecord:
@@ -59,6 +77,65 @@ async def settled_body(user: int, run_id: int) -> dict[str, Any]:
     return _body(await run_service.get(user_id=user, run_id=run_id))
 
 
+def conversation_event_id(frame: dict[str, Any]) -> str:
+    """A frame's id in a stream of several runs (opaque to clients: ``<run>.<seq>``)."""
+    return str(Position(int(frame["run"]), int(frame["seq"])))
+
+
+def conversation_events(request: Request, conversation_id: str) -> StreamingHttpResponse:
+    """``GET /api/conversations/{id}/events/`` (the conversation is the user's): its runs'
+    frames from after ``Last-Event-ID`` (or ``?after=``), else from the run going now."""
+    after = request.headers.get("Last-Event-ID") or request.query_params.get("after")
+    start = None
+    if after:
+        try:
+            start = Position.parse(after)
+        except ValueError:
+            start = None
+        if start is None or not run_of_conversation(conversation_id, start.run):
+            message = "Must be an event id this stream gave (of this conversation's runs)."
+            raise ValidationError({"after": [message]})
+    frames = run_service.follow_conversation(conversation_id, after=start, idle=HEARTBEAT_SECONDS)
+    return event_stream(frames, ids=conversation_event_id)
+
+
+def answer_stream(conversation_id: str, awaited: Awaited) -> StreamingHttpResponse:
+    """A queued message's answer as SSE: the going run's frames from the send on, then each
+    run after it to the end of the one that took the message (ids as the conversation's
+    event stream gives them: a client resumes there with ``Last-Event-ID``)."""
+    frames = run_service.follow_answer(conversation_id, awaited, idle=HEARTBEAT_SECONDS)
+    return event_stream(frames, ids=conversation_event_id)
+
+
+async def answered_body(user: int, conversation_id: str, awaited: Awaited) -> dict[str, Any]:
+    """A queued message's answer once settled: the run that took it, with the stored user
+    message that carries it (merged with the others that waited)."""
+    run, message = awaited.run, None
+    frames = run_service.follow_answer(conversation_id, awaited, idle=HEARTBEAT_SECONDS)
+    async for batch in frames:
+        for frame in batch or ():
+            run = frame["run"]
+            if message is None:
+                message = _taken(frame, awaited)
+    if run is None:
+        # Taken back (``DELETE …/pending/``) before any run took it: nothing answers it.
+        return {"pending": [], "run": None}
+    return {**await settled_body(user, run), "message": message}
+
+
+def _taken(frame: dict[str, Any], awaited: Awaited) -> MessagePayload | None:
+    """The user message a frame shows its run taking the awaited message in, if it does (the
+    first such frame after the send: a take carries every message waiting then)."""
+    earlier = frame["run"] == awaited.run
+    if frame["type"] == "started" and not earlier:
+        message: MessagePayload | None = frame.get("message")
+        return message
+    if frame["type"] == "committed" and not (earlier and frame["seq"] <= (awaited.after or 0)):
+        users = [m for m in frame.get("messages", ()) if m.get("role") == "user"]
+        return users[0] if users else None
+    return None
+
+
 def _body(record: RunRecord) -> dict[str, Any]:
     body = dict(RunSerializer(record).data)
     active = run_service.manager.run(record.id)
@@ -67,11 +144,81 @@ def _body(record: RunRecord) -> dict[str, Any]:
     return body
 
 
-class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.ViewSet):
+def _listed(run: Run) -> RunRecord:
+    return RunRecord(
+        id=run.id,
+        conversation_id=str(run.conversation_id),
+        status=run.status,
+        stop_reason=run.stop_reason,
+        error=run.error,
+        content=run.content,
+        thinking=run.thinking,
+        usage=usage_payload(run.token_usage(), run.cost),
+        created=run.created,
+        started=run.started,
+        finished=run.finished,
+    )
+
+
+class NewestFirst(CursorPagination):
+    ordering = ("-created", "-id")
+
+
+class RunFilterSerializer(serializers.Serializer[Any]):
+    """The run list's filters."""
+
+    conversation = serializers.UUIDField(required=False)
+    status = serializers.ChoiceField(
+        choices=[choice for choice, _ in Run.Status.choices], required=False
+    )
+
+
+class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.GenericViewSet[Run]):
     """Runs of the user's conversations; reading and following one is on the database thread."""
 
     lookup_value_regex = "[0-9]+"
     database_thread = frozenset({"retrieve", "events"})
+    pagination_class = NewestFirst
+    # For the schema only (the id is an integer); ``get_queryset`` is what the list uses.
+    queryset = Run.objects.none()
+
+    def get_queryset(self) -> QuerySet[Run]:
+        return Run.objects.filter(conversation__owner_id=user_id(self.request)).defer(
+            "events", "request"
+        )
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "conversation",
+                str,
+                description="Only this conversation's runs (a conversation of someone else's, "
+                "or none, lists nothing).",
+            ),
+            OpenApiParameter(
+                "status",
+                str,
+                enum=[choice for choice, _ in Run.Status.choices],
+                description="Only runs with this status.",
+            ),
+        ],
+        responses={
+            200: examples.answer(RunSerializer(many=True), examples.LISTED_RUN),
+            **examples.refusals(examples.RUN_FILTER_INVALID),
+        },
+        summary="The user's runs, newest first",
+    )
+    def list(self, request: Request) -> Response:
+        filters = RunFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        runs = self.get_queryset()
+        if "conversation" in filters.validated_data:
+            runs = runs.filter(conversation_id=filters.validated_data["conversation"])
+        if "status" in filters.validated_data:
+            runs = runs.filter(status=filters.validated_data["status"])
+        page = self.paginate_queryset(runs)
+        assert page is not None  # the view always paginates
+        return self.get_paginated_response([_body(_listed(run)) for run in page])
 
     @extend_schema(
         responses={

@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from agents.models import AgentProfile
 from conversations.models import Conversation
+from conversations.services import search_snippet
 from orkestrel.protocol import MAX_IMAGES, UsagePayload, encodable, usage_payload
 
 __all__ = [
@@ -27,11 +28,15 @@ __all__ = [
     "FoldedSerializer",
     "MESSAGE_ACCEPTED",
     "MESSAGE_ANSWERED",
+    "PREVIEW_CHARS",
     "MessageCreateSerializer",
     "MessageSerializer",
     "PendingSerializer",
+    "QueuedSerializer",
     "ProfileSerializer",
+    "SearchResultSerializer",
     "RunSerializer",
+    "SentSerializer",
     "SectionOriginalsSerializer",
     "SectionSerializer",
     "SectionsSerializer",
@@ -40,6 +45,10 @@ __all__ = [
     "TranscriptSerializer",
     "UserUsageSerializer",
 ]
+
+
+# How much of its first message names an untitled conversation in a list.
+PREVIEW_CHARS = 100
 
 
 class ProfileSerializer(serializers.ModelSerializer[AgentProfile]):
@@ -120,6 +129,7 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
         help_text="The skills active in this conversation, in activation order.",
     )
     forked_from = serializers.SerializerMethodField()
+    preview = serializers.SerializerMethodField()
     # DRF's metaclass pops declared fields off the class, so ``self.context`` stays the
     # serializer's context at run time; the stubs see this field shadowing ``Field.context``.
     context = serializers.SerializerMethodField()  # type: ignore[assignment]
@@ -134,8 +144,11 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
             "model",
             "thinking",
             "read_only",
+            "pinned",
+            "archived",
             "skills",
             "forked_from",
+            "preview",
             "created",
             "updated",
             "usage",
@@ -147,13 +160,27 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
             "model",
             "thinking",
             "read_only",
+            "pinned",
+            "archived",
             "skills",
             "forked_from",
+            "preview",
             "created",
             "updated",
             "usage",
             "context",
         ]
+
+    @extend_schema_field(
+        serializers.CharField(
+            allow_null=True,
+            help_text=f"The start of the first user message (up to {PREVIEW_CHARS} characters) "
+            "to name an untitled conversation; in lists and search results, `null` elsewhere.",
+        )
+    )
+    def get_preview(self, conversation: Conversation) -> str | None:
+        text: str | None = getattr(conversation, "preview", None)
+        return " ".join((text or "").split())[:PREVIEW_CHARS] or None
 
     @extend_schema_field(ForkedFromSerializer(allow_null=True))
     def get_forked_from(self, conversation: Conversation) -> dict[str, str] | None:
@@ -173,8 +200,31 @@ class ConversationSerializer(serializers.ModelSerializer[Conversation]):
         return readouts.get(conversation.pk)
 
 
+class SearchResultSerializer(ConversationSerializer):
+    """A conversation a search found, with the part of its first matching message."""
+
+    snippet = serializers.SerializerMethodField()
+
+    class Meta(ConversationSerializer.Meta):
+        fields = [*ConversationSerializer.Meta.fields, "snippet"]
+        read_only_fields = [*ConversationSerializer.Meta.read_only_fields, "snippet"]
+
+    @extend_schema_field(
+        serializers.CharField(
+            allow_null=True,
+            help_text="HTML: the first matching message around its first match, escaped, each "
+            "match in `<mark>`, a cut marked `…`; null when only the title matches.",
+        )
+    )
+    def get_snippet(self, conversation: Conversation) -> str | None:
+        # Past both ``context`` fields declared above: the serializer's own context.
+        query: str = super(ConversationSerializer, self).context.get("query", "")
+        return search_snippet(getattr(conversation, "matched", None), query)
+
+
 class ConversationUpdateSerializer(serializers.Serializer[Any]):
-    """A rename, and the conversation's own model and thinking level (blank: the profile's)."""
+    """A rename, the conversation's own model and thinking level (blank: the profile's), and
+    its place in the owner's list (pinned, archived)."""
 
     title = serializers.CharField(max_length=200, required=False)
     model = serializers.CharField(max_length=300, required=False, allow_blank=True)
@@ -184,11 +234,15 @@ class ConversationUpdateSerializer(serializers.Serializer[Any]):
     read_only = serializers.BooleanField(  # type: ignore[assignment]
         required=False, help_text="Only read-only tools run; writes are refused."
     )
+    pinned = serializers.BooleanField(required=False, help_text="Keep it at the top of the list.")
+    archived = serializers.BooleanField(
+        required=False, help_text="Take it out of the list (still searchable)."
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
             raise serializers.ValidationError(
-                "Send a title, a model, a thinking level or read_only."
+                "Send a title, a model, a thinking level, read_only, pinned or archived."
             )
         return attrs
 
@@ -425,13 +479,35 @@ class DuplicateSerializer(serializers.Serializer[Any]):
 
 # What ``POST …/messages/`` answers as JSON: a ``202`` (a run started, or the message waits for
 # the next one) or a ``200`` (the settled run with ``wait=true``, or a command's outcome).
+class SentSerializer(RunSerializer):
+    """A sent message's run, with the user message it stored."""
+
+    message = MessageSerializer(
+        allow_null=True,
+        help_text="The stored user message (its id for an edit or a regenerate); null for a "
+        "continue with nothing waiting. After a queued send (`wait=true`): the message the "
+        "waiting ones went in, merged.",
+    )
+
+
+class QueuedSerializer(PendingSerializer):
+    """A message sent while a run was going: waiting, and the run that will take it."""
+
+    run = serializers.IntegerField(
+        allow_null=True,
+        help_text="The run going now: the message joins it at its next model request, or the "
+        "run after it takes it (`wait=true` and `Accept: text/event-stream` follow them to "
+        "the one that does). Null: none was going (the next run to start takes it).",
+    )
+
+
 MESSAGE_ACCEPTED = PolymorphicProxySerializer(
     component_name="MessageAccepted",
-    serializers=[RunSerializer, PendingSerializer],
+    serializers=[SentSerializer, QueuedSerializer],
     resource_type_field_name=None,
 )
 MESSAGE_ANSWERED = PolymorphicProxySerializer(
     component_name="MessageAnswered",
-    serializers=[RunSerializer, CompactedSerializer, SkillsSerializer, DuplicateSerializer],
+    serializers=[SentSerializer, CompactedSerializer, SkillsSerializer, DuplicateSerializer],
     resource_type_field_name=None,
 )

@@ -2,12 +2,13 @@
 
 Each frame is one event: ``id:`` its sequence number, ``event:`` its type, ``data:`` the frame
 as JSON (the same object the websocket sends). A client that reconnects with ``Last-Event-ID``
-(or ``?after=``) receives exactly the events after it.
+(or ``?after=``) receives exactly the events after it. A stream of several runs (a
+conversation's) names each event by its run too (``ids``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -38,27 +39,38 @@ class EventStreamRenderer(BaseRenderer):
         return f"event: error\ndata: {encode_text(data)}\n\n".encode()
 
 
-def format_event(frame: dict[str, Any]) -> str:
-    """One frame as an SSE event."""
-    seq = frame.get("seq")
-    head = f"id: {seq}\n" if seq is not None else ""
+EventIds = Callable[[dict[str, Any]], str]
+
+
+def _seq(frame: dict[str, Any]) -> str:
+    return str(frame["seq"])
+
+
+def format_event(frame: dict[str, Any], ids: EventIds = _seq) -> str:
+    """One frame as an SSE event (``ids``: its event id, by default its ``seq``)."""
+    head = f"id: {ids(frame)}\n" if frame.get("seq") is not None else ""
     return f"{head}event: {frame['type']}\ndata: {encode_text(frame)}\n\n"
 
 
-async def _events(batches: AsyncIterator[list[dict[str, Any]] | None]) -> AsyncIterator[str]:
+async def _events(
+    batches: AsyncIterator[list[dict[str, Any]] | None], ids: EventIds
+) -> AsyncIterator[str]:
     # Every frame that is ready goes out in one chunk: no task or timer per frame (a stream
     # must keep up with its run); a quiet stream gets a keep-alive comment instead.
     async for batch in batches:
-        yield ": keep-alive\n\n" if batch is None else "".join(map(format_event, batch))
+        yield ": keep-alive\n\n" if batch is None else "".join(format_event(f, ids) for f in batch)
 
 
 def event_stream(
-    batches: AsyncIterator[list[dict[str, Any]] | None], status: int = 200
+    batches: AsyncIterator[list[dict[str, Any]] | None],
+    status: int = 200,
+    *,
+    ids: EventIds = _seq,
 ) -> StreamingHttpResponse:
     """A streaming response of a run's frames as SSE (``RunService.follow_batches``); the
-    stream ends with the run."""
+    stream ends with the run (``ids``: each event's id, by default the frame's ``seq``)."""
     response = StreamingHttpResponse(
-        _events(batches), status=status, content_type="text/event-stream"
+        _events(batches, ids), status=status, content_type="text/event-stream"
     )
     response["Cache-Control"] = "no-cache"
     # nginx buffers proxied responses unless told not to.

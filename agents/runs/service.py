@@ -44,6 +44,7 @@ from ..runtime.arguments import check_arguments
 from ..runtime.overrides import RunOverrides
 from ..runtime.skills import Activation, activate_skills
 from ..runtime.summarizer import CompactionFailed
+from .active import ActiveRun
 from .commands import Compact, Continue, LoadSkill, Say
 from .errors import Busy, NothingPending
 from .follow import follow_remote
@@ -59,9 +60,18 @@ from .records import (
     run_conversation,
     stored_events,
 )
+from .sequence import Awaited, Position, follow_runs, slot_run
 from .submissions import AfterPending, Repeat, read_submission
 
-__all__ = ["TERMINAL", "Compacted", "Queued", "RunHandle", "RunService", "run_service"]
+__all__ = [
+    "TERMINAL",
+    "ApprovalDecided",
+    "Compacted",
+    "Queued",
+    "RunHandle",
+    "RunService",
+    "run_service",
+]
 
 # The frame types that end a run's stream (an ``error`` ends it only when it carries the run).
 TERMINAL = frozenset({"finish", "error"})
@@ -80,9 +90,26 @@ class RunHandle:
 
 @dataclass(frozen=True, slots=True)
 class Queued:
-    """A message sent while a run was busy: stored as pending for the next run."""
+    """A message sent while a run was busy: stored as pending (``pending``: every message
+    waiting, this one last); ``awaited`` says where its answer is to be looked for."""
 
     pending: list[PendingPayload]
+    awaited: Awaited | None = None
+
+    @property
+    def run(self) -> int | None:
+        """The run going when it was queued: it takes the message at its next model request,
+        or the run after it does (``None``: none was going; the next to start takes it)."""
+        return self.awaited.run if self.awaited is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """A decided approval, and the run that goes on after it (``None``: other calls of its
+    run still wait, or another decider's process continued it)."""
+
+    approval: ApprovalPayload
+    continued_by: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,12 +231,35 @@ class RunService:
         nonce: str | None,
     ) -> Queued | RunHandle:
         pending = await in_thread(queue_pending)(user_id, conversation_id, content, images, nonce)
+        # Read before anything else awaits: the frames the going run has sent so far, so that
+        # a take after them is known to have taken this message (``sequence``).
+        going = self.manager.active(conversation_id)
+        after = len(going.frames) if going is not None else None
         self.manager.publish(conversation_id, encode(PendingFrame(messages=pending, taken=[])))
         # No run may be going (it ended meanwhile, or failed): then this starts the next one.
         started = await self.manager.next_from_pending(user_id, conversation_id)
         if started is not None:
             return RunHandle(started.run_id, conversation_id, started.frames[0]["message"])
-        return Queued(pending)
+        return Queued(pending, await self._awaited(conversation_id, pending, going, after))
+
+    async def _awaited(
+        self,
+        conversation_id: str,
+        pending: list[PendingPayload],
+        going: ActiveRun | None,
+        after: int | None,
+    ) -> Awaited | None:
+        """Where the answer to the message just queued (the newest pending) is to be looked
+        for: the run going here, else the one holding the slot (elsewhere, or paused)."""
+        if not pending:
+            return None
+        message = max(item["id"] for item in pending)
+        if going is not None:
+            return Awaited(message, going.run_id, after)
+        holder, latest = await in_thread(slot_run)(conversation_id)
+        held = self.manager.run(holder) if holder is not None else None
+        # A paused run's frames are all out; one held elsewhere is read from its start.
+        return Awaited(message, holder, len(held.frames) if held else None, floor=latest)
 
     async def _continue_pending(
         self, user_id: int, conversation_id: str, nonce: str | None
@@ -243,14 +293,32 @@ class RunService:
         run goes on. Every tab sees the decision. ``LookupError`` for another user's (or no)
         approval, ``ApprovalRefused`` for one decided already, needing an operator, or
         edited arguments that do not fit the tool's schema."""
+        decided = await self.decide_run(
+            user_id=user_id, username=username, approval_id=approval_id, decision=decision
+        )
+        return decided.approval
+
+    async def decide_run(
+        self,
+        *,
+        user_id: int,
+        username: str,
+        approval_id: int,
+        decision: Decision,
+    ) -> ApprovalDecided:
+        """``decide``, answering also the run that goes on after the decision."""
         outcome = await in_thread(decide)(
             approval_id, decision, user_id=user_id, username=username, check=check_arguments
         )
         await self.announce_approvals(outcome.conversation_id, decided=outcome.approval)
+        continued: int | None = None
         if outcome.ready:
             self.manager.sweeper.ensure()
-            await self.manager.resume(outcome.owner_id, outcome.conversation_id, outcome.run_id)
-        return outcome.approval
+            resumed = await self.manager.resume(
+                outcome.owner_id, outcome.conversation_id, outcome.run_id
+            )
+            continued = resumed.run_id if resumed is not None else None
+        return ApprovalDecided(outcome.approval, continued)
 
     async def announce_approvals(
         self, conversation_id: str, decided: ApprovalPayload | None = None
@@ -363,6 +431,21 @@ class RunService:
                 return
             seq += len(frames)
             yield frames
+
+    def follow_conversation(
+        self, conversation_id: str, *, after: Position | None = None, idle: float
+    ) -> AsyncIterator[list[dict[str, Any]] | None]:
+        """The conversation's runs' frames, in order, in batches (``None``: ``idle`` seconds
+        without one), from after ``after`` or from the run going now; it never ends (the
+        follower stops reading). ``after`` must be a run of the conversation."""
+        return follow_runs(self, conversation_id, after, idle=idle)
+
+    def follow_answer(
+        self, conversation_id: str, awaited: Awaited, *, idle: float
+    ) -> AsyncIterator[list[dict[str, Any]] | None]:
+        """The frames from a queued message's send to the end of the run that took it (the
+        going run's after then, and every run after it up to that one)."""
+        return follow_runs(self, conversation_id, None, idle=idle, awaited=awaited)
 
     async def follow(self, run_id: int, *, after: int = 0) -> AsyncIterator[dict[str, Any]]:
         """The run's frames after sequence number ``after``: replayed, then live, to its end.
