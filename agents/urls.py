@@ -10,5 +10,12 @@ app_name = "agents"
 
 urlpatterns = [
     path("settings/keys/", views.api_keys, name="keys"),
+    path("settings/mcp/", views.mcp_credentials, name="mcp-credentials"),
+    path("settings/mcp/<slug:server>/", views.mcp_credential, name="mcp-credential"),
+    path(
+        "settings/mcp/<slug:server>/remove/",
+        views.mcp_credential_remove,
+        name="mcp-credential-remove",
+    ),
     path("jobs/<uuid:job_id>/", views.job_detail, name="job"),
 ]

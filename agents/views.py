@@ -1,22 +1,28 @@
-"""Pages of the chat UI beside the chat: API keys (the page's script talks to the REST API)
-and an agent job's transcript (a delegate tool card links it)."""
+"""Pages of the chat UI beside the chat: API keys (the page's script talks to the REST API),
+the user's own MCP credentials (plain forms, no script), and an agent job's transcript (a
+delegate tool card links it)."""
 
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from conversations.rendering import render_markdown
 
+from .mcp.credentials import credential_slots, enter_credential, remove_credential
 from .models import AgentJob
 from .runtime.progress import Progress
 
-__all__ = ["api_keys", "job_detail"]
+__all__ = ["api_keys", "job_detail", "mcp_credential", "mcp_credential_remove", "mcp_credentials"]
 
 # How often an open job's page reloads itself (a ``<meta http-equiv="refresh">``: no script).
 JOB_REFRESH_SECONDS = 3
@@ -28,6 +34,70 @@ JOB_REFRESH_SECONDS = 3
 def api_keys(request: HttpRequest) -> HttpResponse:
     """The user's API keys: listed, created and revoked by ``keys.js`` through ``/api/keys/``."""
     return render(request, "agents/keys.html")
+
+
+def _user_id(request: HttpRequest) -> int:
+    """The signed-in user's id (``login_required`` let no one else this far)."""
+    return int(request.user.pk or 0)
+
+
+# What the page says after a change (``?done=saved&server=x``: the redirect's own notice, on
+# the page itself, not in the site's flash list).
+NOTICES = {
+    "saved": "Your credential for {} is saved.",
+    "removed": "Your credential for {} is removed.",
+}
+
+
+def _credentials_page(
+    request: HttpRequest, errors: dict[str, str] | None = None, status: int = 200
+) -> HttpResponse:
+    slots = credential_slots(_user_id(request))
+    server, done = request.GET.get("server", ""), request.GET.get("done", "")
+    known = done in NOTICES and any(slot.name == server for slot in slots)
+    notice = NOTICES[done].format(server) if known and not errors else ""
+    context = {"slots": slots, "errors": errors or {}, "notice": notice}
+    return render(request, "agents/mcp_credentials.html", context, status=status)
+
+
+def _back(done: str, server: str) -> HttpResponse:
+    return redirect(
+        f"{reverse('agents:mcp-credentials')}?{urlencode({'done': done, 'server': server})}"
+    )
+
+
+@never_cache
+@login_required
+@require_GET
+def mcp_credentials(request: HttpRequest) -> HttpResponse:
+    """The MCP servers that take each user's own token: whether the user entered theirs (the
+    token is never shown back), a form to enter or replace it, and one to remove it."""
+    return _credentials_page(request)
+
+
+@never_cache
+@login_required
+@require_POST
+def mcp_credential(request: HttpRequest, server: str) -> HttpResponse:
+    """Enter or replace the user's token for ``server``; back to the page (400 with the
+    reason for a token that is not one; 404 for a server they may not enter one for)."""
+    try:
+        enter_credential(_user_id(request), server, request.POST.get("token", ""))
+    except LookupError:
+        raise Http404("No such MCP server.") from None
+    except ValidationError as error:
+        return _credentials_page(request, {server: " ".join(error.messages)}, status=400)
+    return _back("saved", server)
+
+
+@never_cache
+@login_required
+@require_POST
+def mcp_credential_remove(request: HttpRequest, server: str) -> HttpResponse:
+    """Forget the user's token for ``server``; back to the page."""
+    if remove_credential(_user_id(request), server):
+        return _back("removed", server)
+    return redirect("agents:mcp-credentials")
 
 
 @login_required

@@ -5,6 +5,8 @@ call). An entry lives as long as the server's ``ttlMs`` says (2026-07-28; ``0``:
 every run's start), else ``ORKESTREL["MCP_TOOLS_TTL"]`` seconds (300 by default); a change
 the server announces (``list_changed``) drops it at once. An expired entry is still the best
 guess of what a server that is down offers: its tools then fail with the server's error.
+A server that takes each user's own token is listed per user; a user who cannot list it (they
+entered no token yet) is shown the latest listing anyone's token got.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class ToolCatalog:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
+        # The latest listing of each server, whoever's credential listed it.
+        self._latest: dict[int | None, tuple[OfferedTool, ...]] = {}
 
     def fresh(self, endpoint: McpEndpoint) -> tuple[OfferedTool, ...] | None:
         """The server's tools while its listing is fresh, else ``None``."""
@@ -53,16 +57,21 @@ class ToolCatalog:
         return entry.tools
 
     def last_known(self, endpoint: McpEndpoint) -> tuple[OfferedTool, ...]:
-        """The latest listing, fresh or not; else what an operator's check stored."""
+        """The latest listing, fresh or not; else another user's (a per-user server); else what
+        an operator's check stored."""
         with self._lock:
             entry = self._entries.get(endpoint.key)
-        return entry.tools if entry is not None else endpoint.offered
+            latest = self._latest.get(endpoint.pk) if endpoint.per_user else None
+        if entry is not None:
+            return entry.tools
+        return latest if latest is not None else endpoint.offered
 
     def store(self, endpoint: McpEndpoint, listing: Listing) -> None:
         """Keep ``listing`` for the server's ttl (or the default)."""
         ttl = listing.ttl_seconds if listing.ttl_seconds is not None else default_ttl()
         with self._lock:
             self._entries[endpoint.key] = _Entry(listing.tools, self._clock() + ttl)
+            self._latest[endpoint.pk] = listing.tools
 
     def evict(self, endpoint: McpEndpoint) -> None:
         """Make the server's listing stale (it announced a change); kept as the last known."""
@@ -74,6 +83,7 @@ class ToolCatalog:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._latest.clear()
 
 
 # The process's catalog (tests clear it between cases).

@@ -1,5 +1,8 @@
 """One live connection to an MCP server: the SDK's ``Client`` held by a task of its own.
 
+The server is reached over Streamable HTTP, or started as a sandboxed stdio process
+(``stdio``) that lives as long as the connection.
+
 The SDK's client is an anyio context: it must be left by the task that entered it, and when
 the server drops, it cancels that task. So neither a run's task nor a tool call's may hold
 it: an *owner* task enters it, publishes it, and waits to be told to close; calls from any
@@ -17,19 +20,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 import mcp_types as types
 from mcp import Client
+from mcp.client._transport import Transport
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .endpoint import McpEndpoint, OfferedTool
 from .errors import McpError, McpRefused, McpTimeout, McpUnreachable
+from .stdio import StdioProcess
 
 __all__ = ["Listing", "McpConnection"]
 
@@ -67,6 +72,8 @@ class McpConnection:
         self._refused: int | None = None
         self._busy = 0
         self._used = 0.0
+        # The stdio server's process, once one started (its stderr explains its end).
+        self._process: StdioProcess | None = None
 
     @property
     def open(self) -> bool:
@@ -144,14 +151,9 @@ class McpConnection:
         endpoint = self.endpoint
         listener: asyncio.Task[None] | None = None
         try:
-            timeout = httpx2.Timeout(endpoint.call_timeout, connect=endpoint.connect_timeout)
-            async with httpx2.AsyncClient(
-                headers=endpoint.request_headers(),
-                timeout=timeout,
-                event_hooks={"response": [self._saw_response]},
-            ) as http:
+            async with self._transport() as transport:
                 client = Client(
-                    streamable_http_client(endpoint.url, http_client=http),
+                    transport,
                     read_timeout_seconds=endpoint.call_timeout,
                     message_handler=self._message,
                     client_info=CLIENT_INFO,
@@ -180,6 +182,23 @@ class McpConnection:
         finally:
             if self._owner is asyncio.current_task():
                 self._client = None
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Transport]:
+        """The SDK transport to the server: its sandboxed process (stdio), else Streamable
+        HTTP over a client that carries the headers and watches for refused credentials."""
+        endpoint = self.endpoint
+        if endpoint.command:
+            process = self._process = StdioProcess(endpoint)
+            yield process.transport()
+            return
+        timeout = httpx2.Timeout(endpoint.call_timeout, connect=endpoint.connect_timeout)
+        async with httpx2.AsyncClient(
+            headers=endpoint.request_headers(),
+            timeout=timeout,
+            event_hooks={"response": [self._saw_response]},
+        ) as http:
+            yield streamable_http_client(endpoint.url, http_client=http)
 
     async def _until_closed_or_idle(self, closing: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
@@ -238,6 +257,12 @@ class McpConnection:
         except McpError:
             raise
         except MCPError as error:
+            if error.code == types.CONNECTION_CLOSED:
+                # The server went away under the call (a stdio process that ended): say why,
+                # and let the next call start afresh rather than find this one dead.
+                failure = self._failure(error)
+                await self._drop()
+                raise failure from None
             if not self.open:
                 raise self._failure(error) from None
             # A protocol-level refusal of this call (an unknown tool, bad arguments).
@@ -250,6 +275,15 @@ class McpConnection:
             self._busy -= 1
             self._used = asyncio.get_running_loop().time()
 
+    async def _drop(self) -> None:
+        """Forget a connection that died, waiting (briefly) for its owner to wind down."""
+        owner, closing = self._owner, self._closing
+        self._client = None
+        if closing is not None:
+            closing.set()
+        if owner is not None and not owner.done():
+            await asyncio.wait({owner}, timeout=self.endpoint.connect_timeout)
+
     def _failure(self, error: BaseException) -> McpError:
         """The ``McpError`` a caller reads for what ended (or never began) the connection."""
         name = self.endpoint.name
@@ -260,6 +294,11 @@ class McpConnection:
         leaf = _leaf(error)
         if isinstance(leaf, httpx2.TimeoutException | TimeoutError):
             return McpTimeout(f"MCP server {name!r} timed out: {_describe(leaf)}")
+        if self._process is not None:
+            # A process's last words say more than a closed pipe.
+            said = self._process.tail()
+            detail = f"{_describe(leaf)}; it wrote: {said}" if said else _describe(leaf)
+            return McpUnreachable(f"MCP server {name!r} (stdio) stopped: {detail}")
         return McpUnreachable(f"MCP server {name!r} is unreachable: {_describe(leaf)}")
 
 

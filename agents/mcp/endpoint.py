@@ -7,12 +7,15 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..models import McpServer
-from .errors import McpCredentialMissing
+from .errors import McpCredentialMissing, McpUserCredentialMissing
 
-__all__ = ["McpEndpoint", "OfferedTool", "endpoint_of", "load_profile_servers"]
+__all__ = ["McpEndpoint", "OfferedTool", "UserCredential", "endpoint_of", "load_profile_servers"]
+
+# Where a user enters their own credential (the chat's settings page); the model reads it.
+CREDENTIAL_PAGE = "Settings → MCP servers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +53,29 @@ class OfferedTool:
 
 
 @dataclass(frozen=True, slots=True)
+class UserCredential:
+    """A user's own token for a per-user server, as a run carries it (never in a ``repr``)."""
+
+    user_id: int
+    state: Literal["present", "missing", "unreadable"]
+    token: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class McpEndpoint:
     """An MCP server's configuration, with who may use it and which scopes admit it."""
 
     pk: int | None
     name: str
     url: str
+    # A stdio server's program and arguments (then ``url`` is empty), and its network access.
+    command: tuple[str, ...] = ()
+    network: bool = False
     headers: Mapping[str, str] = field(default_factory=dict)
     bearer_env: str = ""
+    # Each user sends their own token (``credential``, set for the run's user).
+    per_user: bool = False
+    credential: UserCredential | None = None
     connect_timeout: float = 5.0
     call_timeout: float = 30.0
     allowed_tools: tuple[str, ...] | None = None
@@ -72,23 +90,54 @@ class McpEndpoint:
     @property
     def key(self) -> str:
         """What identifies this server's tool list in the cache: its address and the
-        credentials' *names* (a changed URL, header or variable lists afresh)."""
+        credentials' *names* (a changed URL, header or variable lists afresh); per user for a
+        per-user server (what a token may see can differ)."""
+        owner = self.credential.user_id if self.per_user and self.credential else None
         material = json.dumps(
-            [self.pk, self.url, sorted(self.headers.items()), self.bearer_env], default=str
+            [
+                self.pk,
+                self.url,
+                self.command,
+                sorted(self.headers.items()),
+                self.bearer_env,
+                owner,
+            ],
+            default=str,
         )
         return f"{self.name}:{hashlib.sha256(material.encode()).hexdigest()[:16]}"
+
+    def bearer_token(self) -> str:
+        """The token in the server's variable, read now (``""``: it names none)."""
+        if not self.bearer_env:
+            return ""
+        token = os.environ.get(self.bearer_env, "")
+        if not token:
+            raise McpCredentialMissing(
+                f"MCP server {self.name!r}: its token variable {self.bearer_env} is not set"
+            )
+        return token
 
     def request_headers(self) -> dict[str, str]:
         """The headers of every request, the bearer token read from its variable now."""
         headers = dict(self.headers)
         if self.bearer_env:
-            token = os.environ.get(self.bearer_env, "")
-            if not token:
-                raise McpCredentialMissing(
-                    f"MCP server {self.name!r}: its token variable {self.bearer_env} is not set"
-                )
-            headers["Authorization"] = f"Bearer {token}"
+            headers["Authorization"] = f"Bearer {self.bearer_token()}"
+        if self.per_user:
+            headers["Authorization"] = f"Bearer {self._user_token()}"
         return headers
+
+    def _user_token(self) -> str:
+        credential = self.credential
+        if credential is not None and credential.state == "unreadable":
+            raise McpUserCredentialMissing(
+                f"MCP server {self.name!r}: your credential can no longer be read (the "
+                f"server's key changed): enter it again in {CREDENTIAL_PAGE}"
+            )
+        if credential is None or credential.state != "present" or not credential.token:
+            raise McpUserCredentialMissing(
+                f"MCP server {self.name!r} needs your credential: add it in {CREDENTIAL_PAGE}"
+            )
+        return credential.token
 
     def allows(self, tool: str) -> bool:
         """Whether the operator lets agents use the server's ``tool``."""
@@ -125,8 +174,11 @@ def endpoint_of(row: McpServer, *, related: bool = True) -> McpEndpoint:
         pk=row.pk,
         name=row.name,
         url=row.url,
+        command=tuple(str(part) for part in row.command) if isinstance(row.command, list) else (),
+        network=row.network,
         headers={str(k): str(v) for k, v in (row.headers or {}).items()},
         bearer_env=row.bearer_env if row.auth == McpServer.Auth.BEARER_ENV else "",
+        per_user=row.auth == McpServer.Auth.USER_TOKEN,
         connect_timeout=row.connect_timeout,
         call_timeout=row.call_timeout,
         allowed_tools=tuple(row.allowed_tools) if row.allowed_tools is not None else None,

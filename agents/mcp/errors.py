@@ -7,6 +7,7 @@
     ├── McpRefused           (mcp_refused)       HTTP 401/403: the credentials
     ├── McpTimeout           (mcp_timeout)       past the server's timeout
     └── McpCredentialMissing (mcp_credential_missing)  the token's variable is unset
+        └── McpUserCredentialMissing (mcp_user_credential_missing)  the user has entered none
 
 The messages are what the model (or the operator) reads: they name the server, never a token.
 """
@@ -19,6 +20,7 @@ __all__ = [
     "McpRefused",
     "McpTimeout",
     "McpUnreachable",
+    "McpUserCredentialMissing",
 ]
 
 
@@ -50,3 +52,10 @@ class McpCredentialMissing(McpError):
     """The environment variable that should hold the bearer token is not set."""
 
     code = "mcp_credential_missing"
+
+
+class McpUserCredentialMissing(McpCredentialMissing):
+    """The server takes each user's own token, and the run's user has none (or an unreadable
+    one)."""
+
+    code = "mcp_user_credential_missing"

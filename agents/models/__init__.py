@@ -10,7 +10,7 @@ from .context import Instruction, Scope
 from .endpoints import ProviderEndpoint
 from .jobs import AgentJob
 from .keys import ApiKey
-from .mcp import McpServer
+from .mcp import McpCredential, McpServer
 from .profiles import AgentProfile
 from .prompts import PromptTemplate
 from .revision import (
@@ -30,6 +30,7 @@ __all__ = [
     "AuthorityRule",
     "ConfigRevision",
     "Instruction",
+    "McpCredential",
     "McpServer",
     "PromptTemplate",
     "ProviderEndpoint",

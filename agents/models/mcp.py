@@ -12,19 +12,26 @@ from django.core.validators import URLValidator
 from django.db import models
 from django.db.models import Q
 
+from ..mcp.sealing import seal, unseal
 from ..validators import (
     HEADER_NAME_PATTERN,
     looks_like_secret,
     validate_key_variable,
     validate_name_list,
     validate_positive,
+    validate_program,
 )
 from .context import Scope
 from .profiles import AgentProfile
 
-__all__ = ["McpServer", "validate_server_name"]
+__all__ = ["McpCredential", "McpServer", "validate_credential_token", "validate_server_name"]
 
 SERVER_NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,48}$")
+# A user's token is sent as ``Authorization: Bearer <token>``: visible ASCII, no spaces.
+TOKEN_PATTERN = re.compile(r"^[\x21-\x7e]+$")
+MAX_TOKEN_LENGTH = 8192
+# A stdio server's command line: the program, then at most this many arguments.
+MAX_COMMAND_ARGUMENTS = 64
 # Headers a server's row may not set: the transport's own, and credentials (a bearer token
 # comes from an environment variable, never from a row the admin shows).
 RESERVED_HEADERS = frozenset(
@@ -40,9 +47,40 @@ def validate_server_name(value: str) -> None:
         )
 
 
+def validate_credential_token(value: str) -> None:
+    """A user's token for a server: one word of visible ASCII, at most 8192 characters."""
+    if not value or len(value) > MAX_TOKEN_LENGTH or not TOKEN_PATTERN.match(value):
+        raise ValidationError(
+            "Paste the token as the server issued it: visible characters, no spaces, "
+            "at most %(limit)d.",
+            code="invalid",
+            params={"limit": MAX_TOKEN_LENGTH},
+        )
+
+
 def validate_mcp_url(value: str) -> None:
     """An ``http`` or ``https`` URL (the Streamable HTTP endpoint, e.g. ``…/mcp``)."""
     URLValidator(schemes=["http", "https"])(value)
+
+
+def validate_stdio_command(value: Any) -> None:
+    """A stdio server's command: a JSON list of strings, a program this server can run (as
+    command tools' programs) first."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(item, str) and "\x00" not in item for item in value)
+    ):
+        raise ValidationError(
+            'Enter a JSON list: the program, then its arguments, e.g. ["mcp-server-git", '
+            '"--repository", "/srv/repo"].',
+            code="invalid",
+        )
+    if len(value) > MAX_COMMAND_ARGUMENTS + 1:
+        raise ValidationError(
+            "At most %(limit)d arguments.", code="too_many", params={"limit": MAX_COMMAND_ARGUMENTS}
+        )
+    validate_program(value[0])
 
 
 def validate_static_headers(value: Any) -> None:
@@ -91,11 +129,13 @@ def _empty_dict() -> dict[str, Any]:
 
 
 class McpServer(models.Model):
-    """A Model Context Protocol server reached over Streamable HTTP, and who may use it."""
+    """A Model Context Protocol server, reached over Streamable HTTP or started as a sandboxed
+    stdio process, and who may use it."""
 
     class Auth(models.TextChoices):
         NONE = "none", "None"
         BEARER_ENV = "bearer_env", "Bearer token from an environment variable"
+        USER_TOKEN = "user_token", "Per-user credential (each user enters their own token)"
 
     name = models.CharField(
         "name",
@@ -108,8 +148,26 @@ class McpServer(models.Model):
     url = models.CharField(
         "URL",
         max_length=500,
+        blank=True,
         validators=[validate_mcp_url],
-        help_text="The server's Streamable HTTP endpoint, e.g. https://mcp.example.com/mcp.",
+        help_text="The server's Streamable HTTP endpoint, e.g. https://mcp.example.com/mcp "
+        "(or leave it empty and give a stdio command).",
+    )
+    command = models.JSONField(
+        "stdio command",
+        null=True,
+        blank=True,
+        default=None,
+        validators=[validate_stdio_command],
+        help_text='Instead of a URL: the program and its arguments, e.g. ["mcp-server-git", '
+        '"--repository", "/srv/repo"]. It runs under the command tools\' sandbox (bubblewrap), '
+        "refused where there is none, with no inherited environment: only PATH, HOME (its "
+        "own empty folder), LANG and the bearer token variable, under its own name.",
+    )
+    network = models.BooleanField(
+        "network access",
+        default=False,
+        help_text="Whether a stdio server may reach the network (a URL server always does).",
     )
     headers = models.JSONField(
         "headers",
@@ -119,7 +177,13 @@ class McpServer(models.Model):
         help_text='Sent with every request, e.g. {"X-Tenant": "acme"}. No secrets here.',
     )
     auth = models.CharField(
-        "authentication", max_length=16, choices=Auth.choices, default=Auth.NONE
+        "authentication",
+        max_length=16,
+        choices=Auth.choices,
+        default=Auth.NONE,
+        help_text="A per-user credential is a token each user enters in Settings → MCP "
+        "servers, sent as Authorization: Bearer <token>, stored encrypted; a user without "
+        "one sees the tools, and their calls ask them to add it.",
     )
     bearer_env = models.CharField(
         "bearer token variable",
@@ -203,13 +267,19 @@ class McpServer(models.Model):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(auth="none") | ~Q(bearer_env=""),
+                condition=~Q(auth="bearer_env") | ~Q(bearer_env=""),
                 name="agents_mcp_bearer_names_variable",
                 violation_error_message="A bearer token needs the variable that holds it.",
             ),
             models.CheckConstraint(
                 condition=Q(connect_timeout__gt=0) & Q(call_timeout__gt=0),
                 name="agents_mcp_timeouts_positive",
+            ),
+            models.CheckConstraint(
+                condition=(~Q(url="") & Q(command__isnull=True))
+                | (Q(url="") & Q(command__isnull=False)),
+                name="agents_mcp_url_or_command",
+                violation_error_message="Give the server a URL or a stdio command, not both.",
             ),
         ]
 
@@ -220,5 +290,69 @@ class McpServer(models.Model):
         super().clean()
         if self.auth == self.Auth.BEARER_ENV and not self.bearer_env:
             raise ValidationError({"bearer_env": "Name the variable that holds the token."})
-        if self.auth == self.Auth.NONE and self.bearer_env:
+        if self.auth != self.Auth.BEARER_ENV and self.bearer_env:
             raise ValidationError({"auth": "Choose the bearer token, or clear the token variable."})
+        if self.command == []:
+            self.command = None  # an emptied field: no command
+        if self.command is not None and self.url:
+            raise ValidationError({"command": "Give a URL or a stdio command, not both."})
+        if self.command is None and not self.url:
+            raise ValidationError({"url": "Give the server's URL, or a stdio command."})
+        if self.command is not None and self.auth == self.Auth.USER_TOKEN:
+            raise ValidationError(
+                {
+                    "auth": "A stdio server is one process for everyone: it cannot take each "
+                    "user's own token. Use a URL server, or a token variable."
+                }
+            )
+        if self.command is not None and self.headers:
+            raise ValidationError({"headers": "Headers are sent to a URL server only."})
+
+
+class McpCredentialQuerySet(models.QuerySet["McpCredential"]):
+    def store(self, *, user_id: int, server_id: int, token: str) -> McpCredential:
+        """Enter or replace ``user_id``'s token for the server, sealed."""
+        validate_credential_token(token)
+        credential, _ = self.update_or_create(
+            user_id=user_id, server_id=server_id, defaults={"sealed": seal(token)}
+        )
+        return credential
+
+
+class McpCredential(models.Model):
+    """One user's own token for an MCP server whose authentication is per user.
+
+    Only the sealed form is stored (``agents.mcp.sealing``: the key lives outside the
+    database); nothing shows it back: pages and the API say only whether one is set.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="mcp_credentials",
+        verbose_name="user",
+    )
+    server = models.ForeignKey(
+        McpServer, on_delete=models.CASCADE, related_name="credentials", verbose_name="server"
+    )
+    sealed = models.TextField("sealed token", editable=False)
+    created = models.DateTimeField("created", auto_now_add=True)
+    updated = models.DateTimeField("updated", auto_now=True)
+
+    objects = McpCredentialQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "MCP credential"
+        verbose_name_plural = "MCP credentials"
+        ordering = ["server__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "server"], name="agents_mcp_one_credential")
+        ]
+
+    def __str__(self) -> str:
+        return f"credential of user {self.user_id} for MCP server {self.server_id}"
+
+    @property
+    def token(self) -> str | None:
+        """The token, unsealed (``None``: no current key opens it)."""
+        return unseal(self.sealed)

@@ -6,6 +6,8 @@ listed still shows its last known tools, which fail with the server's error when
 the model reads why and the run goes on. A tool is safe (read-only mode runs it, it may run
 beside other safe calls) exactly when the server marks it ``readOnlyHint``, unless the
 operator overrode it (``McpServer.safety``). The operator's allow-list drops the others.
+A server that takes each user's own token is listed with the run's user's (one listing per
+user); a user who entered none sees its known tools, whose calls ask them to add it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from orkestrel.core import Scope, Tool, create_tool
 from ..mcp.catalog import ToolCatalog, catalog
 from ..mcp.connection import McpConnection
 from ..mcp.endpoint import McpEndpoint, OfferedTool
-from ..mcp.errors import McpError
+from ..mcp.errors import McpError, McpUserCredentialMissing
 from ..mcp.names import tool_name
 from ..mcp.results import payload_of
 from ..validators import default_parameters
@@ -83,6 +85,9 @@ class McpToolSource:
         """A fresh listing (stored in the catalog), else the last known one."""
         try:
             listing = await self.connection.list_tools()
+        except McpUserCredentialMissing:
+            # The user's to fix, not the operator's: their calls tell the model so.
+            return self.catalog.last_known(self.endpoint)
         except McpError as error:
             logger.warning("%s could not list its tools: %s", self.label, error)
             return self.catalog.last_known(self.endpoint)

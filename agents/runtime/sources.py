@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from orkestrel.core import AgentContext, Scope, Tool
 from orkestrel.db import in_thread
 
+from ..mcp.credentials import with_credentials
 from ..mcp.endpoint import McpEndpoint
 from .spec import group_ids
 
@@ -154,7 +155,8 @@ async def _open(source: ToolSource) -> None:
 
 
 async def usable_servers(servers: Sequence[McpEndpoint], user_id: int) -> tuple[McpEndpoint, ...]:
-    """The servers ``user_id``'s runs may use (their groups read only when one asks)."""
+    """The servers ``user_id``'s runs may use (their groups read only when one asks), each
+    per-user one carrying the user's own credential."""
     groups: list[int] | None = None
     if any(server.needs_groups for server in servers):
         groups = await in_thread(group_ids)(user_id)
@@ -162,4 +164,7 @@ async def usable_servers(servers: Sequence[McpEndpoint], user_id: int) -> tuple[
     def groups_of(_: int) -> list[int]:
         return groups or []
 
-    return tuple(server for server in servers if server.admits(user_id, groups_of))
+    usable = tuple(server for server in servers if server.admits(user_id, groups_of))
+    if any(server.per_user for server in usable):
+        usable = await in_thread(with_credentials)(usable, user_id)
+    return usable

@@ -5,6 +5,7 @@ send (or continue) takes them first, or they take them back. Interrupted runs di
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -55,6 +56,8 @@ async def fail_with_one_waiting(user, chat, stub, manager):
     socket, _ = await connect(user, chat)
     await socket.send_json_to({"type": "send", "content": "one"})
     await until(socket, "started")
+    while not stub.requests:  # "one" is at the model: "two" cannot join that request
+        await asyncio.sleep(0.01)
     await socket.send_json_to({"type": "send", "content": "two"})
     await until(socket, "pending")
     gate.set()
