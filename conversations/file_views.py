@@ -1,27 +1,33 @@
 """The chat page's workspace panel: list, read and upload files (JSON for ``chat.js``).
 
 The upload also works without JavaScript: a plain form post is answered with a redirect back
-to the chat page and a flash message, a request that accepts JSON with JSON.
+to the chat page and a flash message, a request that accepts JSON with JSON. A sent message's
+images are served one by one (its thumbnails, opened full size), to its owner only.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
-from workspaces.services import MAX_TEXT_BYTES, max_image_bytes
+from workspaces.services import MAX_TEXT_BYTES, image_mime, max_image_bytes
 
 from .attachments import attach_image
 from .files import list_files, read_file, read_image, upload_file
+from .models import Message
+from .services import get_conversation
 
 __all__ = [
     "attachment_upload",
+    "message_image",
     "workspace_file",
     "workspace_files",
     "workspace_image",
@@ -56,11 +62,46 @@ def workspace_file(request: HttpRequest, conversation_id: uuid.UUID) -> JsonResp
 def workspace_image(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """An image file's bytes (``?path=``), for the panel's preview."""
     data, mime = read_image(user=request.user, conversation_id=conversation_id, path=_path(request))
+    return _image_response(data, mime, "private, no-cache")
+
+
+def _image_response(data: bytes, mime: str, cache: str) -> HttpResponse:
+    """Image bytes that can only ever be shown as an image (never sniffed, never a page)."""
     response = HttpResponse(data, content_type=mime)
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'"
-    response["Cache-Control"] = "private, no-cache"
+    response["Cache-Control"] = cache
     return response
+
+
+@login_required
+@require_GET
+def message_image(
+    request: HttpRequest, conversation_id: uuid.UUID, message_id: str, index: int
+) -> HttpResponse:
+    """Image ``index`` (from 0) a message was sent with; 404 for another user's conversation,
+    an unknown message or index, or bytes that are not a PNG, JPEG, GIF or WebP image."""
+    conversation = get_conversation(user=request.user, conversation_id=conversation_id)
+    # Every alternative's messages (``every``): a message on a branch not chosen keeps its images.
+    images = (
+        Message.every.filter(conversation=conversation, message_id=message_id)
+        .values_list("images", flat=True)
+        .first()
+    )
+    if not isinstance(images, list) or not 0 <= index < len(images):
+        raise Http404("No such image.")
+    text = str(images[index])
+    if text.startswith("data:"):
+        text = text.partition(",")[2]  # a data URL: its base64 payload
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise Http404("No such image.") from None
+    mime = image_mime(data)
+    if mime is None:
+        raise Http404("No such image.")
+    # A stored message never changes: the browser may keep its images.
+    return _image_response(data, mime, "private, max-age=86400, immutable")
 
 
 def _wants_json(request: HttpRequest) -> bool:

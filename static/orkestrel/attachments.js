@@ -1,3 +1,4 @@
+// @ts-check
 // Images attached to the next message: by the Attach button, by pasting, or by dropping them
 // on the composer, all three the same way. Each is checked as the server checks it (PNG,
 // JPEG, GIF or WebP, within the server's byte limit, at most MAX_IMAGES per message) and
@@ -41,7 +42,7 @@ export class Attachments {
     this.notify = notify;
     this.items = []; // {file, li, id}: `id` once uploaded (a failed send reuses it)
     list.addEventListener("click", (event) => {
-      const button = event.target.closest(".attachment-remove");
+      const button = /** @type {Element} */ (event.target).closest(".attachment-remove");
       if (!button) return;
       const index = this.items.findIndex((item) => item.li === button.closest(".attachment"));
       if (index >= 0) this.remove(index);

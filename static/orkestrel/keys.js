@@ -1,3 +1,4 @@
+// @ts-check
 // The API keys page: lists, creates and revokes the user's keys through the REST API
 // (`/api/keys/`), signed in by the session, so every write carries the CSRF token in
 // `X-CSRFToken`. A full key exists only in the answer to its creation: it is shown once, in
@@ -6,9 +7,9 @@
 import { el } from "./render.js";
 
 const root = document.getElementById("keys");
-const form = document.getElementById("key-form");
-const nameInput = document.getElementById("key-name");
-const expiresInput = document.getElementById("key-expires");
+const form = /** @type {HTMLFormElement} */ (document.getElementById("key-form"));
+const nameInput = /** @type {HTMLInputElement} */ (document.getElementById("key-name"));
+const expiresInput = /** @type {HTMLInputElement} */ (document.getElementById("key-expires"));
 const errorBox = document.getElementById("key-errors");
 const list = document.getElementById("key-list");
 const newBox = document.getElementById("new-key");
@@ -18,11 +19,15 @@ const copyButton = document.getElementById("copy-key");
 const copyStatus = document.getElementById("copy-status");
 
 const apiUrl = root.dataset.apiUrl;
-const csrfToken = form.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
+const csrfToken = /** @type {HTMLInputElement | null} */ (form.querySelector("input[name=csrfmiddlewaretoken]"))?.value || "";
 const FIELD_LABELS = { name: "Name", expires: "Expires" };
 
-/** Call the API as this user; `{response, data}` (data is null without a JSON body). */
-async function call(url, { method = "GET", body } = {}) {
+/**
+ * Call the API as this user; `{response, data}` (data is null without a JSON body).
+ * @param {string} url
+ * @param {{method?: string, body?: object}} [options]
+ */
+async function call(url, { method = "GET", body = undefined } = {}) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") headers["X-CSRFToken"] = csrfToken;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -203,7 +208,7 @@ form.addEventListener("submit", (event) => {
 });
 copyButton.addEventListener("click", copyKey);
 list.addEventListener("click", (event) => {
-  const button = event.target.closest("[data-action=revoke]");
+  const button = /** @type {Element} */ (event.target).closest("[data-action=revoke]");
   if (button) revoke(button);
 });
 

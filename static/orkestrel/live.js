@@ -11,6 +11,7 @@ import {
   fillBody,
   fillToolCard,
   forkButton,
+  markItem,
   renderThinking,
   renderToolCard,
   thinkingLabel,
@@ -274,8 +275,9 @@ export class LiveRun {
     return leftover;
   }
 
-  /** The run settled: streaming ends; an abort or an exhausted limit leaves a note. */
-  finish(result, note) {
+  /** The run settled: streaming ends; an abort, a failure or an exhausted limit leaves a
+   * note (`mark`: the answer is marked `failed` or `stopped` too, as a reload shows it). */
+  finish(result, note, mark = null) {
     this.settled = true;
     for (const turn of this.turns) {
       turn.li.classList.remove("is-live");
@@ -295,7 +297,8 @@ export class LiveRun {
     }
     if (note) {
       const turn = this.current || this._turn();
-      turn.li.append(el("p", { className: "msg-note run-note", text: note }));
+      if (mark) markItem(turn.li, { kind: mark, text: note });
+      else turn.li.append(el("p", { className: "msg-note run-note", text: note }));
     }
   }
 

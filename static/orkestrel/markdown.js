@@ -146,7 +146,11 @@ DOMPurify.addHook?.("uponSanitizeAttribute", (node, data) => {
 });
 DOMPurify.addHook?.("afterSanitizeAttributes", (node) => {
   if (node.nodeName === "A" && node.hasAttribute("href")) node.setAttribute("rel", "noopener noreferrer nofollow");
-  if (node.nodeName === "INPUT") node.setAttribute("disabled", "");
+  if (node.nodeName === "INPUT") {
+    node.setAttribute("disabled", "");
+    // A task's check box says what it shows (a form field needs a name, axe's `label`).
+    node.setAttribute("aria-label", node.hasAttribute("checked") ? "Done" : "Not done");
+  }
 });
 
 /** Markdown `text` as sanitized nodes (not yet decorated: see `decorate`). */

@@ -4,6 +4,7 @@
 // it reads the same however it was reached. Markdown goes through markdown.js (sanitized with
 // the server's allow-list); every other string goes through textContent.
 
+import { failureClause } from "./failures.js";
 import { renderMarkdown } from "./markdown.js";
 
 const ROLE_LABELS = { user: "You", assistant: "Assistant", tool: "Tool result", system: "System" };
@@ -257,6 +258,46 @@ export function updateToolDisplay(card, tool) {
   else fillToolCard(card, tool);
 }
 
+/** Where a message's images are served: `<messages url><message id>/images/<index>/`. */
+let messagesUrl = "";
+
+/** Set the conversation's messages URL (the page's `data-messages-url`), once. */
+export function setMessagesUrl(url) {
+  messagesUrl = url || "";
+}
+
+/** The images a message was sent with: thumbnails that open full size, with their count. */
+function renderImages(message) {
+  const count = message.images_count;
+  const note = el("p", { className: "msg-note", text: `${count} image${count === 1 ? "" : "s"} attached` });
+  if (!message.id || !messagesUrl) return [note];
+  const links = [];
+  for (let index = 0; index < count; index += 1) {
+    const url = `${messagesUrl}${encodeURIComponent(message.id)}/images/${index}/`;
+    const label = `Image ${index + 1} of ${count} (opens full size)`;
+    links.push(
+      el(
+        "li",
+        {},
+        el(
+          "a",
+          { className: "msg-image-link", href: url, target: "_blank", rel: "noopener", "data-testid": "message-image" },
+          el("img", { className: "msg-image", src: url, alt: label, loading: "lazy", width: 96, height: 96 }),
+        ),
+      ),
+    );
+  }
+  return [el("ul", { className: "msg-images", "aria-label": "Images sent" }, ...links), note];
+}
+
+/** Mark the message item `li` as a failed or stopped answer (`mark.kind`): its class and its
+ * note at the end, once. */
+export function markItem(li, mark) {
+  li.classList.add(`is-${mark.kind}`);
+  li.querySelector(":scope > .run-note")?.remove();
+  li.append(el("p", { className: `msg-note run-note run-note-${mark.kind}`, "data-testid": "run-note", text: mark.text }));
+}
+
 /** One message item (`li.msg`), with a tool card per call. */
 export function renderMessage(message, tools = []) {
   const li = el("li", {
@@ -275,10 +316,7 @@ export function renderMessage(message, tools = []) {
     fillBody(body, message);
     li.append(body);
   }
-  if (message.images_count) {
-    const count = message.images_count;
-    li.append(el("p", { className: "msg-note", text: `${count} image${count === 1 ? "" : "s"} attached` }));
-  }
+  if (message.images_count) li.append(...renderImages(message));
   for (const tool of tools) li.append(renderToolCard(tool));
   if (message.content && (message.role === "user" || message.role === "assistant")) {
     SOURCES.set(li, message.content);
@@ -416,8 +454,10 @@ export function renderBranchNav(branch) {
     step("Next alternative", "branch-next", branch.index + 1),
   );
   if (!branch.message) {
-    const why = branch.error ? `This attempt failed: ${branch.error}` : "No answer in this alternative yet.";
-    nav.append(el("span", { className: "branch-empty", "data-testid": "branch-empty", text: why }));
+    const why = branch.error ? `This attempt failed: ${failureClause(branch.error)}.` : "No answer in this alternative yet.";
+    const empty = el("span", { className: "branch-empty", "data-testid": "branch-empty", text: why });
+    if (branch.error) empty.title = branch.error; // the technical text, for who wants it
+    nav.append(empty);
   }
   return nav;
 }

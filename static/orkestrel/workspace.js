@@ -1,6 +1,8 @@
+// @ts-check
 // The chat page's workspace panel: list the conversation's files, show one, upload one.
 // Uploads are ordinary multipart POSTs (with the CSRF token) to the workspaces views; the form
-// still works without JavaScript, this only keeps the page in place.
+// still works without JavaScript, this only keeps the page in place. Below the two-column
+// width the panel is a drawer the header's Files button opens (Esc or Close shuts it).
 
 import { el } from "./render.js";
 
@@ -26,17 +28,18 @@ export class WorkspacePanel {
     this.viewer = document.getElementById("file-viewer");
     this.viewerName = document.getElementById("file-viewer-name");
     this.viewerText = document.getElementById("file-viewer-text");
-    this.viewerImage = document.getElementById("file-viewer-image");
-    this.form = document.getElementById("upload-form");
-    this.input = document.getElementById("upload-input");
+    this.viewerImage = /** @type {HTMLImageElement} */ (document.getElementById("file-viewer-image"));
+    this.form = /** @type {HTMLFormElement} */ (document.getElementById("upload-form"));
+    this.input = /** @type {HTMLInputElement} */ (document.getElementById("upload-input"));
     this.status = document.getElementById("upload-status");
     this.refreshing = null;
     this.again = false;
 
     this.list.addEventListener("click", (event) => {
-      const button = event.target.closest("button.file-button");
+      const button = /** @type {HTMLElement | null} */ (/** @type {Element} */ (event.target).closest("button.file-button"));
       if (button) this.open(button.dataset.path, button.dataset.kind);
     });
+    this.drawer(root);
     document.getElementById("file-viewer-close").addEventListener("click", () => this.close());
     // With JavaScript, choosing a file uploads it; the submit button is for no-JS pages.
     this.form.classList.add("js-upload");
@@ -47,6 +50,35 @@ export class WorkspacePanel {
     this.input.addEventListener("change", () => {
       if (this.input.files && this.input.files.length) this.upload();
     });
+  }
+
+  /** At phone width the panel is a drawer: the header's Files button opens it. */
+  drawer(root) {
+    const panel = /** @type {HTMLElement} */ (root.querySelector(".workspace"));
+    const toggle = /** @type {HTMLButtonElement | null} */ (root.querySelector("[data-testid=workspace-toggle]"));
+    const close = /** @type {HTMLButtonElement | null} */ (panel.querySelector("[data-testid=workspace-close]"));
+    if (!toggle || !close) return;
+    this.panel = panel;
+    this.toggle = toggle;
+    panel.classList.add("is-drawer");
+    toggle.hidden = false;
+    close.hidden = false;
+    toggle.addEventListener("click", () => this.showDrawer(!panel.classList.contains("is-open")));
+    close.addEventListener("click", () => this.showDrawer(false));
+    panel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && panel.classList.contains("is-open")) {
+        event.preventDefault();
+        this.showDrawer(false);
+      }
+    });
+  }
+
+  /** Open (and focus) or close the drawer; closing gives the focus back to its button. */
+  showDrawer(open) {
+    this.panel.classList.toggle("is-open", open);
+    this.toggle.setAttribute("aria-expanded", String(open));
+    if (open) /** @type {HTMLElement} */ (this.panel.querySelector("[data-testid=workspace-close]")).focus();
+    else this.toggle.focus();
   }
 
   /** Reload the file list (coalesced: one request in flight, one queued at most). */
@@ -139,7 +171,7 @@ export class WorkspacePanel {
       return;
     }
     const body = new FormData(this.form);
-    const token = this.form.querySelector("input[name=csrfmiddlewaretoken]")?.value || "";
+    const token = /** @type {HTMLInputElement | null} */ (this.form.querySelector("input[name=csrfmiddlewaretoken]"))?.value || "";
     const name = this.input.files[0].name;
     this.status.textContent = `Uploading ${name}…`;
     let response;

@@ -21,6 +21,8 @@ only what it sends and reads what came back (``reply_for`` is the whole script):
   (which must never reach the app's clients);
 - the last user message contains ``FAIL_ONCE_TRIGGER``: a 500 the first time this server is
   asked to answer that message, the echo below after (a model that recovers: a retry works);
+- the last user message contains ``CUT_TRIGGER``: ``CUT_TEXT`` streamed, then the connection
+  closed mid-stream (no finish, no end of the chunked body: a model server that died);
 - otherwise text echoing the last user message (``ECHO`` + the message).
 
 ``reasoning_effort`` in the request adds a ``reasoning_content`` delta naming it. Every request
@@ -30,6 +32,7 @@ body is recorded (``requests``), so a test can check what the app sent upstream.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -39,6 +42,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = [
+    "CUT_TEXT",
+    "CUT_TRIGGER",
     "ECHO",
     "FAIL_ONCE_TRIGGER",
     "FAIL_TRIGGER",
@@ -61,6 +66,8 @@ ECHO = "Upstream heard: "
 TOOL_ANSWER = "The weather service says: "
 FAIL_TRIGGER = "UPSTREAM-FAILS"
 FAIL_ONCE_TRIGGER = "UPSTREAM-FAILS-ONCE"
+CUT_TRIGGER = "UPSTREAM-CUTS"
+CUT_TEXT = "Here is the first half of the answer"
 SECRET_DETAIL = "upstream-internal-detail-7f3a"
 WEATHER_TOOL = "get_weather"
 WEATHER_ARGUMENTS = {"city": "Paris"}
@@ -81,6 +88,7 @@ class Reply:
     status: int = 200
     error: str | None = None
     finish_reason: str = "stop"
+    cut: bool = False  # the stream breaks off after the content
     id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex[:24]}")
     call_id: str = field(default_factory=lambda: f"call_{uuid.uuid4().hex[:24]}")
 
@@ -134,6 +142,8 @@ def reply_for(body: Mapping[str, Any]) -> Reply:
     reasoning = _words(f"Reasoning at {effort} effort.") if effort else []
     if FAIL_TRIGGER in said.replace(FAIL_ONCE_TRIGGER, "") and last.get("role") == "user":
         return Reply(status=500, error=f"model crashed: {SECRET_DETAIL}")
+    if CUT_TRIGGER in said and last.get("role") == "user":
+        return Reply(content=_words(CUT_TEXT), cut=True)
     if last.get("role") == "tool":
         return Reply(content=_words(TOOL_ANSWER + _text(last.get("content"))), reasoning=reasoning)
     response_format = body.get("response_format") or {}
@@ -289,11 +299,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         frames = [f"data: {json.dumps(event)}\n\n".encode() for event in stream_events(body, reply)]
         frames.append(b"data: [DONE]\n\n")
+        if reply.cut:
+            # The role chunk and the content, then the connection drops mid-body.
+            frames = frames[: 1 + len(reply.content)]
         for frame in frames:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
             self.wfile.flush()
             if self.server.delay:
                 time.sleep(self.server.delay)  # the model's pace: time is the contract here
+        if reply.cut:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

@@ -15,7 +15,31 @@ import pytest
 from django.conf import settings
 
 SCRIPT = Path(settings.BASE_DIR) / "scripts" / "check_browser_types.sh"
-CHECKED = ("markdown.js", "live.js", "render.js", "protocol.js", "approvals.js")
+CHECKED = (
+    "api.js",
+    "approvals.js",
+    "attachments.js",
+    "branches.js",
+    "chat.js",
+    "composer.js",
+    "failures.js",
+    "header.js",
+    "jump.js",
+    "keys.js",
+    "live.js",
+    "markdown.js",
+    "meters.js",
+    "notices.js",
+    "pending.js",
+    "protocol.js",
+    "render.js",
+    "site.js",
+    "slash.js",
+    "socket.js",
+    "status.js",
+    "transcript.js",
+    "workspace.js",
+)
 
 
 @pytest.mark.skipif(
