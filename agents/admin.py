@@ -6,10 +6,9 @@ No secret is ever displayed: endpoints show whether their key variable is set, n
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -25,16 +24,15 @@ from django.http import (
 )
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import conditional_escape, format_html
-from django.utils.text import capfirst
+from django.utils.html import format_html
 
+from .admin_base import JSON_OVERRIDES, OperatorAdmin, readable_help
 from .authority import evaluate_policy
 from .connection import check_endpoint
 from .forms import (
     AuthorityRuleForm,
     EndpointForm,
     EvaluateCallForm,
-    PrettyJSONField,
     ProfileForm,
     ScopeForm,
 )
@@ -55,44 +53,8 @@ from .models import (
 from .models.keys import ApiKeyQuerySet
 from .sandbox import Sandbox, detect_sandbox
 
-JSON_OVERRIDES: Mapping[type[models.Field[Any, Any]], Mapping[str, Any]] = {
-    models.JSONField: {"form_class": PrettyJSONField}
-}
 # The scripts that show a tool form only its kind's fields (same-origin: the CSP has no inline).
 TOOL_KIND_SCRIPT = "orkestrel/admin/tool-kind.js"
-
-
-def readable_help(formfield: FormField | None) -> FormField | None:
-    """Escape a field's help text: the admin shows it as HTML, and ours is plain text (a
-    ``<endpoint-name>`` in it would otherwise vanish as an unknown tag)."""
-    if formfield is not None and formfield.help_text:
-        formfield.help_text = conditional_escape(formfield.help_text)
-    return formfield
-
-
-class OperatorAdmin(admin.ModelAdmin):
-    """The agents app's admin pages: model help texts shown as the text they are."""
-
-    def formfield_for_dbfield(
-        self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any
-    ) -> FormField | None:
-        return readable_help(super().formfield_for_dbfield(db_field, request, **kwargs))
-
-    def get_changelist_form(self, request: HttpRequest, **kwargs: Any) -> type[forms.ModelForm]:
-        return labelled_rows(super().get_changelist_form(request, **kwargs))
-
-
-def labelled_rows(base: type[forms.ModelForm]) -> type[forms.ModelForm]:
-    """A changelist's row form whose editable boxes say which row they are in (a bare
-    checkbox in a table cell has no label for a screen reader)."""
-
-    class LabelledRowForm(base):  # type: ignore[misc,valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            for field in self.fields.values():
-                field.widget.attrs["aria-label"] = f"{capfirst(field.label)}: {self.instance}"
-
-    return LabelledRowForm
 
 
 @admin.register(ProviderEndpoint)

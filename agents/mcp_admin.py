@@ -18,7 +18,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from .admin import JSON_OVERRIDES, OperatorAdmin
+from .admin_base import JSON_OVERRIDES, OperatorAdmin
 from .mcp.check import check_server, endpoint_as, refresh_server
 from .mcp.endpoint import OfferedTool, endpoint_of
 from .mcp.names import tool_name

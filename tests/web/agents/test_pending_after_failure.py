@@ -52,7 +52,9 @@ def state(chat) -> tuple[list[str], list[str], list[str]]:
 async def fail_with_one_waiting(user, chat, stub, manager):
     """Send "one" (its model call fails), and "two" while it is on its way; a socket."""
     gate = threading.Event()
-    stub.enqueue(Reply([b"{}"], status=500, content_type="x/json", gate=gate))
+    # A stream that breaks once the test lets it (an error status would fail the run at
+    # once, before "two" could wait behind it).
+    stub.enqueue(Reply([b"data: {not json\n\n"], gate=gate))
     socket, _ = await connect(user, chat)
     await socket.send_json_to({"type": "send", "content": "one"})
     await until(socket, "started")
