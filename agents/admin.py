@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -50,7 +51,7 @@ from .models import (
     Tool,
     bump_config_revision,
 )
-from .models.keys import ApiKeyQuerySet
+from .models.keys import SCOPES, ApiKeyQuerySet, parse_words
 from .sandbox import Sandbox, detect_sandbox
 
 # The scripts that show a tool form only its kind's fields (same-origin: the CSP has no inline).
@@ -467,13 +468,47 @@ class AgentProfileAdmin(OperatorAdmin):
         )
 
 
+class ApiKeyForm(forms.ModelForm):
+    """A key's scopes as checkboxes, its profiles as slugs; the rest is read-only."""
+
+    scopes = forms.MultipleChoiceField(
+        choices=[(scope, scope) for scope in SCOPES],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="read: every GET; run: start, cancel, retry, decide, and /v1; keys: create "
+        "and revoke keys.",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ["scopes", "profiles"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial["scopes"] = self.instance.scope_list
+
+    def clean_scopes(self) -> str:
+        return " ".join(scope for scope in SCOPES if scope in self.cleaned_data["scopes"])
+
+    def clean_profiles(self) -> str:
+        slugs = parse_words(self.cleaned_data["profiles"])
+        known = set(AgentProfile.objects.filter(slug__in=slugs).values_list("slug", flat=True))
+        unknown = [slug for slug in slugs if slug not in known]
+        if unknown:
+            raise forms.ValidationError(f"No profile {unknown[0]!r}.")
+        return " ".join(slugs)
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(OperatorAdmin):
-    """Read-only but for revoking: a key is only ever issued to its user, never typed in here.
+    """Read-only but for revoking and narrowing: a key is only ever issued to its user, never
+    typed in here; an operator may change its scopes and profiles.
 
     The digest is never shown. Deleting stays possible (deleting a user deletes their keys,
     and the admin asks for this permission then); the changelist offers revoking instead.
     """
+
+    form = ApiKeyForm
 
     list_display = [
         "name",
@@ -484,12 +519,22 @@ class ApiKeyAdmin(OperatorAdmin):
         "expires",
         "revoked",
         "status",
+        "scopes",
+        "profiles",
     ]
     list_filter = [("revoked", admin.EmptyFieldListFilter), "created", "expires"]
     list_select_related = ["user"]
     search_fields = ["name", "prefix", "user__username"]
-    fields = ("user", "name", "display_prefix", "created", "last_used", "expires", "revoked")
-    readonly_fields = fields
+    readonly_fields = (
+        "user",
+        "name",
+        "display_prefix",
+        "created",
+        "last_used",
+        "expires",
+        "revoked",
+    )
+    fields = (*readonly_fields, "scopes", "profiles")
     actions = ["revoke_keys"]
 
     @admin.display(description="prefix", ordering="prefix")
@@ -501,9 +546,6 @@ class ApiKeyAdmin(OperatorAdmin):
         return key.status()
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
         return False
 
     def has_revoke_permission(self, request: HttpRequest) -> bool:

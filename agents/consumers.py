@@ -50,7 +50,7 @@ from .runs.interruptions import ends_interrupted
 from .runs.service import Compacted
 from .runs.submissions import Repeat
 from .runtime.skills import UnknownSkill
-from .runtime.spec import NoProfileError
+from .runtime.spec import ModelUnavailable, NoProfileError
 from .runtime.summarizer import CompactionFailed
 
 __all__ = ["ChatConsumer", "NotFoundConsumer"]
@@ -188,6 +188,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("run_failed", str(error)[:500])
         except NoProfileError as error:
             await self._refuse("no_profile", str(error))
+        except ModelUnavailable as error:
+            await self._refuse(error.code, str(error))
         except NothingToContinue as error:
             await self._refuse("nothing_to_continue", str(error))
         except PendingFull as error:

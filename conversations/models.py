@@ -461,6 +461,18 @@ class Run(models.Model):
         "status", max_length=24, choices=Status.choices, default=Status.QUEUED
     )
     stop_reason = models.CharField("stop reason", max_length=64, blank=True)
+    model = models.CharField(
+        "model",
+        max_length=300,
+        blank=True,
+        help_text="<endpoint>/<model> the run called.",
+    )
+    response_model = models.CharField(
+        "response model",
+        max_length=300,
+        blank=True,
+        help_text="The model the provider reported answering; blank when it reported none.",
+    )
     usage_prompt = models.PositiveBigIntegerField("prompt tokens", default=0)
     usage_completion = models.PositiveBigIntegerField("completion tokens", default=0)
     usage_total = models.PositiveBigIntegerField("total tokens", default=0)

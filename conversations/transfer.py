@@ -6,7 +6,9 @@ followed by its original messages, then the live messages. A message record is t
 message dict (``id``, ``role``, ``content``, ``calls``, ``tool_call_id``, ``images``) with
 ``"type": "message"`` and ``"section"`` (the section it was folded into, or ``null``); an
 answer that reasoned also carries ``"thinking"`` and ``"thinking_ms"`` (kept beside the kit's
-message, never sent back to the model).
+message, never sent back to the model), and an answer of a run that recorded its model carries
+``"model"`` (``<endpoint>/<model>`` as called) and ``"response_model"`` (as the provider
+reported it; ``""`` when it named none).
 Importing an export makes a new conversation of the importing user with the same records.
 An export holds the chosen branch only: alternatives a regenerate or an edit left (see
 ``branches``) stay with the source conversation.
@@ -27,7 +29,7 @@ from orkestrel.core import is_message
 from orkestrel.core.messages import MessageInput
 from orkestrel.storable import first_fault
 
-from .models import Conversation
+from .models import Conversation, Run
 from .services import User, create_conversation, enabled_profiles, get_conversation
 from .stores import DjangoConversationStore
 from .writer import Thought, stored_thinking, write_thinking
@@ -37,7 +39,7 @@ __all__ = ["MAX_RECORDS", "export_records", "import_records"]
 # An import holds its records in memory; the request size limit bounds it too.
 MAX_RECORDS = 100_000
 # A record's fields beside the kit's message.
-_NOT_KIT = ("type", "section", "thinking", "thinking_ms")
+_NOT_KIT = ("type", "section", "thinking", "thinking_ms", "model", "response_model")
 # What a ``PositiveIntegerField`` holds on every database.
 _MAX_THINKING_MS = 2_147_483_647
 
@@ -55,12 +57,16 @@ def export_records(*, user: User, conversation_id: uuid.UUID | str) -> Iterator[
     if snapshot is None:
         return
     thoughts = stored_thinking(conversation.pk)
+    models = _answered_by(conversation.pk)
 
     def record(section: str | None, message: Any) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
         thought = thoughts.get(message["id"])
-        if thought is None:
-            return {"type": "message", "section": section, **message}
-        extra = {"thinking": thought.text, "thinking_ms": thought.ms}
+        if thought is not None:
+            extra.update(thinking=thought.text, thinking_ms=thought.ms)
+        model = models.get(message["id"])
+        if model is not None:
+            extra.update(model=model[0], response_model=model[1])
         return {"type": "message", "section": section, **message, **extra}
 
     for section in snapshot["sections"]:
@@ -69,6 +75,25 @@ def export_records(*, user: User, conversation_id: uuid.UUID | str) -> Iterator[
             yield record(section["id"], message)
     for message in snapshot["messages"]:
         yield record(None, message)
+
+
+def _answered_by(conversation_id: uuid.UUID | str) -> dict[str, tuple[str, str]]:
+    """Each answer's model as called and as reported, by message id: read from the
+    ``committed`` frames its run stored (a run that recorded no model names none)."""
+    answered: dict[str, tuple[str, str]] = {}
+    runs = (
+        Run.objects.filter(conversation_id=conversation_id)
+        .exclude(model="")
+        .order_by("created", "id")
+        .values_list("model", "response_model", "events")
+    )
+    for model, reported, events in runs.iterator():
+        for frame in events or ():
+            if isinstance(frame, dict) and frame.get("type") == "committed":
+                for message in frame.get("messages") or ():
+                    if message.get("role") == "assistant":
+                        answered[message["id"]] = (model, reported)
+    return answered
 
 
 def _invalid(line: int, reason: str) -> ValidationError:

@@ -257,7 +257,7 @@ REST_FRAMEWORK = {
         "agents.api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["agents.api.permissions.ScopedKey"],
     "DEFAULT_THROTTLE_CLASSES": ["agents.api.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": env("API_THROTTLE_RATE", default="120/min")},
     # DRF's, refusing JSON nested too deep and text PostgreSQL cannot hold (400s, not 500s).

@@ -40,7 +40,7 @@ from ..runs.errors import NothingToContinue, StartFailed, TooManyRuns
 from ..runs.service import Compacted, Queued
 from ..runs.submissions import Repeat
 from ..runtime.skills import Activation, UnknownSkill
-from ..runtime.spec import NoProfileError
+from ..runtime.spec import ModelUnavailable, NoProfileError
 from ..runtime.summarizer import CompactionFailed
 from . import examples
 from .base import JsonErrors, deferred_json, user_id
@@ -404,6 +404,8 @@ class ConversationViewSet(
             raise RunFailed() from None
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
+        except ModelUnavailable as error:
+            raise Conflict(str(error), code=ModelUnavailable.code) from None
         except UnknownSkill as error:
             raise exceptions.ValidationError({"content": [str(error)]}) from None
         except CompactionFailed as error:
@@ -569,6 +571,8 @@ class ConversationViewSet(
             raise RunFailed() from None
         except NoProfileError as error:
             raise exceptions.ValidationError({"profile": [str(error)]}) from None
+        except ModelUnavailable as error:
+            raise Conflict(str(error), code=ModelUnavailable.code) from None
         response = Response(started_body(request, handle.id), status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
         return response

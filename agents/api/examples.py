@@ -301,6 +301,8 @@ def _run(**changes: Any) -> dict[str, Any]:
         "error": "",
         "content": REPLY,
         "thinking": "",
+        "model": "openai/gpt-4o-mini",
+        "response_model": "gpt-4o-mini-2024-07-18",
         "usage": USAGE,
         "created": CREATED,
         "started": CREATED,
@@ -342,9 +344,19 @@ KEY_VALUE = {
     "last_used": LATER,
     "expires": "2030-01-01T00:00:00Z",
     "revoked": None,
+    "scopes": ["read", "run"],
+    "profiles": ["demo"],
 }
 KEY = example("A key", KEY_VALUE)
-NEW_KEY = example("A key for CI", {"name": "ci", "expires": "2030-01-01T00:00:00Z"})
+NEW_KEY = example(
+    "A key for CI",
+    {
+        "name": "ci",
+        "expires": "2030-01-01T00:00:00Z",
+        "scopes": ["read", "run"],
+        "profiles": ["demo"],
+    },
+)
 ISSUED_KEY = example(
     "The new key, shown this once",
     {**KEY_VALUE, "last_used": None, "key": "ork_rnk82lcd_VutAgPdg_ZTA0G2yD8hyssRe_S2wydOHnsbm"},

@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.models import Run
-from orkestrel.protocol import MessagePayload, usage_payload
+from orkestrel.protocol import MessagePayload
 
 from ..runs import Busy, RunRecord, run_service
 from ..runs.records import owned_run
@@ -145,19 +145,7 @@ def _body(record: RunRecord) -> dict[str, Any]:
 
 
 def _listed(run: Run) -> RunRecord:
-    return RunRecord(
-        id=run.id,
-        conversation_id=str(run.conversation_id),
-        status=run.status,
-        stop_reason=run.stop_reason,
-        error=run.error,
-        content=run.content,
-        thinking=run.thinking,
-        usage=usage_payload(run.token_usage(), run.cost),
-        created=run.created,
-        started=run.started,
-        finished=run.finished,
-    )
+    return RunRecord.of(run)
 
 
 class NewestFirst(CursorPagination):

@@ -361,6 +361,13 @@ class RunSerializer(serializers.Serializer[Any]):
     error = serializers.CharField()
     content = serializers.CharField()
     thinking = serializers.CharField()
+    model = serializers.CharField(
+        help_text="`<endpoint>/<model>` the run called (empty for runs stored before it was "
+        "recorded)."
+    )
+    response_model = serializers.CharField(
+        help_text="The model the provider reported answering; empty when it named none."
+    )
     usage = UsageSerializer()
     created = serializers.DateTimeField()
     started = serializers.DateTimeField(allow_null=True)

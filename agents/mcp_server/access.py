@@ -4,7 +4,8 @@ The same keys and the same per-key request budget as the REST API and ``/v1``
 (``API_THROTTLE_RATE``). Every refused key gets the same ``401``, whatever the reason
 (unknown, revoked, expired, an inactive user's), with ``WWW-Authenticate: Bearer`` as
 MCP clients expect; a host outside ``ALLOWED_HOSTS`` gets ``421``, as the SDK answers one
-outside its own allow-list.
+outside its own allow-list. A key's scopes apply: the door needs ``read`` (listing the tools),
+a tool call ``run``; a profile outside the key's ``profiles`` is no tool at all.
 """
 
 from __future__ import annotations
@@ -46,6 +47,17 @@ class Caller:
     user_id: int
     key_id: int
     username: str
+    scopes: tuple[str, ...] = ("read", "run")
+    # The slugs the key may use; ``None``: every profile its user may.
+    profiles: tuple[str, ...] | None = None
+
+    def allows(self, scope: str) -> bool:
+        """Whether the key holds ``scope``."""
+        return scope in self.scopes
+
+    def allows_profile(self, slug: str) -> bool:
+        """Whether the key may use the profile ``slug`` (its user's own access aside)."""
+        return self.profiles is None or slug in self.profiles
 
 
 class Refusal(Exception):
@@ -93,6 +105,8 @@ def _check(raw: str) -> Caller:
     key = ApiKey.objects.find(raw)
     if key is None:
         raise Refusal(401, "invalid_api_key", INVALID_KEY)
+    if not key.allows("read"):
+        raise Refusal(403, "scope", "This API key lacks the 'read' scope.")
     throttle = ApiKeyRateThrottle()
     shim = cast(Request, _Throttled(key, key.user))
     if not throttle.allow_request(shim, None):  # type: ignore[arg-type]
@@ -104,11 +118,19 @@ def _check(raw: str) -> Caller:
             retry_after=max(1, math.ceil(wait)) if wait is not None else 1,
         )
     key.touch()
-    return Caller(user_id=key.user_id, key_id=key.pk, username=key.user.get_username())
+    allowed = key.profile_list
+    return Caller(
+        user_id=key.user_id,
+        key_id=key.pk,
+        username=key.user.get_username(),
+        scopes=tuple(key.scope_list),
+        profiles=tuple(allowed) if allowed is not None else None,
+    )
 
 
 async def authenticate(scope: Scope) -> Caller:
-    """The caller of the request (one database hop), left in ``scope``; ``Refusal`` 401 or 429.
+    """The caller of the request (one database hop), left in ``scope``; ``Refusal`` 401, 403
+    (no ``read`` scope) or 429.
 
     ``scope["user"]`` becomes the SDK's authenticated user for the key, so a Streamable HTTP
     session answers only the key that opened it.
@@ -121,7 +143,7 @@ async def authenticate(scope: Scope) -> Caller:
     token = AccessToken(
         token=f"key-{caller.key_id}",
         client_id=f"key-{caller.key_id}",
-        scopes=[],
+        scopes=list(caller.scopes),
         subject=str(caller.user_id),
     )
     scope["user"] = AuthenticatedUser(token)

@@ -38,6 +38,7 @@ from ..runs.errors import (
     TooManyRuns,
     UnknownProfile,
 )
+from ..runtime.spec import ModelUnavailable
 from .access import CALLER, Caller
 from .approvals import (
     FORM_SCHEMA,
@@ -85,8 +86,12 @@ async def call_tool(ctx: Context, params: CallToolRequestParams) -> Any:
     try:
         if params.request_state is not None:
             return await _answered(ctx, caller, params)
+        if not caller.allows("run"):
+            raise ToolRefused("scope", "This API key lacks the 'run' scope.")
         ask = parse_ask(params.arguments)
-        if not await in_thread(usable_slug)(caller.user_id, params.name):
+        if not caller.allows_profile(params.name) or not await in_thread(usable_slug)(
+            caller.user_id, params.name
+        ):
             # Unknown and forbidden alike: a tool that is not listed does not exist here.
             raise ToolRefused("unknown_tool", f"Unknown tool: {params.name!r}.")
         handle = await _start(caller, params.name, ask)
@@ -122,6 +127,8 @@ async def _start(caller: Caller, slug: str, ask: Ask) -> RunHandle:
         ) from None
     except TooManyRuns as error:
         raise ToolRefused("too_many_runs", str(error)) from None
+    except ModelUnavailable as error:
+        raise ToolRefused(error.code, str(error)) from None
     except StartFailed:
         raise ToolRefused(
             "profile_unavailable",

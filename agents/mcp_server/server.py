@@ -53,7 +53,8 @@ async def _list_tools(
 ) -> ListToolsResult:
     caller = caller_of(ctx)
     profiles = await in_thread(usable_profiles)(caller.user_id)
-    return ListToolsResult(tools=[tool_of(profile) for profile in profiles])
+    listed = [profile for profile in profiles if caller.allows_profile(profile.slug)]
+    return ListToolsResult(tools=[tool_of(profile) for profile in listed])
 
 
 def _principal(ctx: ServerRequestContext[Any, Any]) -> str:

@@ -12,8 +12,9 @@ import hashlib
 import hmac
 import secrets
 import string
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -28,7 +29,14 @@ if TYPE_CHECKING:
     # django-stubs' placeholder for ``AUTH_USER_MODEL``, which its plugin resolves.
     from django.contrib.auth.models import _User
 
-__all__ = ["ApiKey", "ApiKeyQuerySet"]
+__all__ = ["DEFAULT_SCOPES", "SCOPES", "ApiKey", "ApiKeyQuerySet", "Scope", "parse_words"]
+
+Scope = Literal["read", "run", "keys"]
+"""What a key may do: ``read`` (every GET), ``run`` (start, cancel, retry, decide; ``/v1``),
+``keys`` (create and revoke keys)."""
+SCOPES: tuple[Scope, ...] = get_args(Scope)
+# A new key can read and run, not mint its own successors (a leaked key must stay revocable).
+DEFAULT_SCOPES: tuple[Scope, ...] = ("read", "run")
 
 SCHEME = "ork"
 PREFIX_LENGTH = 8
@@ -51,6 +59,24 @@ def _split(raw: str) -> tuple[str, str] | None:
     if scheme != SCHEME or len(prefix) != PREFIX_LENGTH or not secret:
         return None
     return prefix, secret
+
+
+def parse_words(value: str | Iterable[str]) -> list[str]:
+    """The words of a space- or comma-separated string (or of a list), in order, once each."""
+    words = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    return list(dict.fromkeys(word.strip() for word in words if word.strip()))
+
+
+def validate_scopes(value: str) -> None:
+    """``value`` names one scope or more, each one of ``SCOPES``."""
+    words = parse_words(value)
+    if not words:
+        raise ValidationError("Give a key one scope at least.")
+    unknown = [word for word in words if word not in SCOPES]
+    if unknown:
+        raise ValidationError(
+            f"Unknown scope {unknown[0]!r}: choose among {', '.join(SCOPES)}.", code="invalid"
+        )
 
 
 def _key_fields() -> tuple[models.Field[Any, Any], ...]:
@@ -110,20 +136,43 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
         return key
 
     def issue(
-        self, *, user: _User, name: str, expires: datetime | None = None
+        self,
+        *,
+        user: _User,
+        name: str,
+        expires: datetime | None = None,
+        scopes: Iterable[str] = DEFAULT_SCOPES,
+        profiles: Iterable[str] | None = None,
     ) -> tuple[ApiKey, str]:
         """Create a key for ``user``; return it with the full key, which is never stored.
 
+        ``profiles`` ``None`` lets the key use every profile its user may.
+
         Raises:
-            ValidationError: the name is blank or too long, or ``expires`` is not in the future.
+            ValidationError: the name is blank or too long, ``expires`` is not in the future,
+                a scope is unknown or none is given, or ``profiles`` is an empty list.
         """
+        scope_words = " ".join(parse_words(scopes))
+        if not scope_words:
+            raise ValidationError({"scopes": "Give a key one scope at least."})
+        profile_words = "" if profiles is None else " ".join(parse_words(profiles))
+        if profiles is not None and not profile_words:
+            raise ValidationError(
+                {"profiles": "Name one profile at least, or leave profiles out for all."}
+            )
         if expires is not None and expires <= timezone.now():
             raise ValidationError({"expires": "Choose a time in the future."})
         for attempt in range(ISSUE_ATTEMPTS):
             prefix = "".join(secrets.choice(PREFIX_ALPHABET) for _ in range(PREFIX_LENGTH))
             secret = secrets.token_urlsafe(SECRET_BYTES)
             key = self.model(
-                user=user, name=name, prefix=prefix, digest=_digest(secret), expires=expires
+                user=user,
+                name=name,
+                prefix=prefix,
+                digest=_digest(secret),
+                expires=expires,
+                scopes=scope_words,
+                profiles=profile_words,
             )
             key.full_clean(validate_unique=False)
             try:
@@ -163,6 +212,21 @@ class ApiKey(models.Model):
         "expires", null=True, blank=True, help_text="Empty: the key never expires."
     )
     revoked = models.DateTimeField("revoked", null=True, blank=True, editable=False)
+    # Words, not JSON: ``find()`` reads the row in raw SQL, where a string needs no decoding.
+    scopes = models.CharField(
+        "scopes",
+        max_length=32,
+        default=" ".join(DEFAULT_SCOPES),
+        validators=[validate_scopes],
+        help_text="Space-separated, among: read (every GET), run (start, cancel, retry, "
+        "decide; /v1), keys (create and revoke keys).",
+    )
+    profiles = models.TextField(
+        "profiles",
+        blank=True,
+        default="",
+        help_text="Space-separated profile slugs the key may use. Empty: every profile.",
+    )
 
     objects = ApiKeyQuerySet.as_manager()
 
@@ -182,6 +246,26 @@ class ApiKey(models.Model):
     def display_prefix(self) -> str:
         """How the key starts, for people to recognise it: ``ork_<prefix>_…``."""
         return f"{SCHEME}_{self.prefix}_…"
+
+    @property
+    def scope_list(self) -> list[Scope]:
+        """The key's scopes, in the order of ``SCOPES``."""
+        words = set(parse_words(self.scopes))
+        return [scope for scope in SCOPES if scope in words]
+
+    @property
+    def profile_list(self) -> list[str] | None:
+        """The slugs the key may use, or ``None``: every profile."""
+        return parse_words(self.profiles) or None
+
+    def allows(self, scope: Scope | str) -> bool:
+        """Whether the key holds ``scope``."""
+        return scope in self.scope_list
+
+    def allows_profile(self, slug: str) -> bool:
+        """Whether the key may use the profile ``slug`` (its user's own access aside)."""
+        allowed = self.profile_list
+        return allowed is None or slug in allowed
 
     def status(self, now: datetime | None = None) -> str:
         """``"revoked"``, ``"expired"`` or ``"active"``."""

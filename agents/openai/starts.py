@@ -25,6 +25,7 @@ from ..runs.errors import (
     UnknownToolCall,
 )
 from ..runtime.overrides import RunOverrides
+from ..runtime.spec import ModelUnavailable
 from .access import Caller
 from .approvals import conversation_waits
 from .errors import OpenAIError, bad_request, model_forbidden, model_not_found
@@ -101,6 +102,8 @@ async def start_run(
         raise OpenAIError(
             429, str(error), type="rate_limit_error", code="too_many_runs", retry_after=1
         ) from None
+    except ModelUnavailable as error:
+        raise OpenAIError(409, str(error), param="previous_response_id", code=error.code) from None
     except StartFailed:
         raise OpenAIError(
             500,

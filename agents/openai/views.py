@@ -15,7 +15,7 @@ from orkestrel.protocol import Limits
 
 from ..models import AgentProfile
 from . import fields
-from .access import authenticate
+from .access import Caller, authenticate
 from .approvals import approval_required, held_calls
 from .chat_request import parse_chat_request
 from .completions import DONE, Completion, error_chunk
@@ -48,12 +48,15 @@ def _model(profile: AgentProfile) -> dict[str, Any]:
     }
 
 
-def _models(user_id: int) -> list[dict[str, Any]]:
-    return [_model(profile) for profile in enabled_profiles(user_id)]
+def _models(caller: Caller) -> list[dict[str, Any]]:
+    profiles = enabled_profiles(caller.user_id)
+    return [_model(profile) for profile in profiles if caller.allows_profile(profile.slug)]
 
 
-def _find(user_id: int, slug: str) -> dict[str, Any] | None:
-    profile = enabled_profiles(user_id).filter(slug=slug).first()
+def _find(caller: Caller, slug: str) -> dict[str, Any] | None:
+    if not caller.allows_profile(slug):
+        return None  # outside the key's profiles: as if it did not exist
+    profile = enabled_profiles(caller.user_id).filter(slug=slug).first()
     return _model(profile) if profile is not None else None
 
 
@@ -61,13 +64,13 @@ def _find(user_id: int, slug: str) -> dict[str, Any] | None:
 async def model_list(request: HttpRequest) -> HttpResponseBase:
     """The agent profiles the key's user may use, as models (``id`` is the slug)."""
     caller = await authenticate(request)
-    return json_response({"object": "list", "data": await in_thread(_models)(caller.user_id)})
+    return json_response({"object": "list", "data": await in_thread(_models)(caller)})
 
 
 @openai_view("GET")
 async def model_detail(request: HttpRequest, model: str) -> HttpResponseBase:
     caller = await authenticate(request)
-    found = await in_thread(_find)(caller.user_id, model)
+    found = await in_thread(_find)(caller, model)
     if found is None:
         raise not_found(f"The model '{model}' does not exist.", "model", "model_not_found")
     return json_response(found)

@@ -172,6 +172,8 @@ class ActiveRun:
     _more: asyncio.Event = field(default_factory=asyncio.Event)
     # The calls running now, which the tools' reports are about (``tool_progress``).
     running: RunningCalls = field(default_factory=RunningCalls)
+    # The model the provider reported answering (``Run.response_model``); blank until it does.
+    response_model: str = ""
 
     @property
     def content(self) -> str:
@@ -320,6 +322,10 @@ class ActiveRun:
         if call is not None:
             self.emit(ToolProgressFrame, call=call.id, display=report.display)
 
+    def _answered_by(self, model: str) -> None:
+        # The provider's own name for the model that answered (the last turn's wins).
+        self.response_model = model
+
     def _turn_started(self, turn: int) -> None:
         # The first request's start goes out when the stream opens (before any chunk).
         if turn:
@@ -347,6 +353,7 @@ class ActiveRun:
         if isinstance(provider, HttpProvider):
             provider.on_retry = self._waiting
             provider.on_call = self._call_delta
+            provider.on_model = self._answered_by
         session.tools.on_start = self._executing
         session.agent.emitter.on("compact_error", self._compaction_failed)
         session.agent.emitter.on("turn", self._turn_started)
@@ -645,7 +652,9 @@ class ActiveRun:
                 approvals: list[ApprovalPayload] = []
 
                 def settle() -> None:
-                    finish_run(self.run_id, status, done, "", stop)
+                    finish_run(
+                        self.run_id, status, done, "", stop, response_model=self.response_model
+                    )
                     if held:
                         approvals.extend(
                             hold_calls(
@@ -681,7 +690,14 @@ class ActiveRun:
                         {"role": "assistant", "content": self.content}
                     )
                 await self._commit(
-                    then=lambda: finish_run(self.run_id, "error", None, message, partial=partial)
+                    then=lambda: finish_run(
+                        self.run_id,
+                        "error",
+                        None,
+                        message,
+                        partial=partial,
+                        response_model=self.response_model,
+                    )
                 )
                 self.emit(ErrorFrame, code="run_failed", message=message[:500])
             ended = True

@@ -30,7 +30,7 @@ from orkestrel.protocol import ApprovalFrame, CommittedFrame, NoticeFrame, Pendi
 
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
-from ..runtime.spec import LoadedSession
+from ..runtime.spec import LoadedSession, ModelUnavailable
 from ..runtime.summarizer import CompactionFailed, make_summarizer
 from ..runtime.usage import UsageRecorder
 from .active import ActiveRun
@@ -322,7 +322,7 @@ class RunManager:
             )
         except (Busy, NothingPending):
             return None  # another start (here or elsewhere) took them, or holds the slot
-        except (TooManyRuns, StartFailed):
+        except (TooManyRuns, StartFailed, ModelUnavailable):
             logger.warning(
                 "pending messages of %s wait: the next run could not start", conversation_id
             )

@@ -57,6 +57,7 @@ __all__ = [
     "ConversationSeed",
     "RunLimits",
     "RunRecord",
+    "called_model",
     "close_run",
     "owned_run",
     "run_conversation",
@@ -144,6 +145,28 @@ class RunRecord:
     created: datetime
     started: datetime | None
     finished: datetime | None
+    # ``<endpoint>/<model>`` as called, and the model the provider reported answering.
+    model: str = ""
+    response_model: str = ""
+
+    @classmethod
+    def of(cls, run: Run) -> RunRecord:
+        """The record of a ``Run`` row (its stored frames need not be loaded)."""
+        return cls(
+            id=run.id,
+            conversation_id=str(run.conversation_id),
+            status=run.status,
+            stop_reason=run.stop_reason,
+            error=run.error,
+            content=run.content,
+            thinking=run.thinking,
+            usage=usage_payload(run.token_usage(), run.cost),
+            created=run.created,
+            started=run.started,
+            finished=run.finished,
+            model=run.model,
+            response_model=run.response_model,
+        )
 
 
 _BIGINT = (-(2**63), 2**63 - 1)
@@ -169,19 +192,7 @@ def owned_run(user_id: int, run_id: int) -> RunRecord | None:
     if not found:
         return None
     run = Run.from_db(connection.alias, [f.attname for f in _RUN_FIELDS], found[0])
-    return RunRecord(
-        id=run.id,
-        conversation_id=str(run.conversation_id),
-        status=run.status,
-        stop_reason=run.stop_reason,
-        error=run.error,
-        content=run.content,
-        thinking=run.thinking,
-        usage=usage_payload(run.token_usage(), run.cost),
-        created=run.created,
-        started=run.started,
-        finished=run.finished,
-    )
+    return RunRecord.of(run)
 
 
 def retryable(record: RunRecord) -> str | None:
@@ -242,10 +253,14 @@ def finish_run(
     error: str,
     stop: str | None = None,
     partial: tuple[str, str] | None = None,
+    response_model: str = "",
 ) -> None:
     """Settle the ``Run`` row; ``stop`` overrides the result's reason (``tool_calls``); a
-    failed run keeps its ``partial`` (content, thinking)."""
+    failed run keeps its ``partial`` (content, thinking); ``response_model`` is the model
+    the provider reported answering (blank: it named none)."""
     fields: dict[str, Any] = {"status": status, "finished": timezone.now(), "error": error}
+    if response_model:
+        fields["response_model"] = response_model[:300]
     if partial is not None:
         fields.update(content=partial[0], thinking=partial[1])
     if result is not None:
@@ -273,8 +288,10 @@ def _open_run(
     holder: str,
     limits: RunLimits,
     request: dict[str, Any] | None = None,
+    model: str = "",
 ) -> int:
-    """Open the ``Run`` row: the conversation's one run slot, in every process.
+    """Open the ``Run`` row: the conversation's one run slot, in every process; ``model`` is
+    the ``<endpoint>/<model>`` it calls.
 
     The database's partial unique constraint decides a race, with no read first: the common
     start costs one insert. ``TooManyRuns`` when the user has more than ``limits.per_user``.
@@ -287,6 +304,7 @@ def _open_run(
         holder=holder,
         heartbeat=now,
         request=request,
+        model=model,
     )
     try:
         insert(run)
@@ -435,7 +453,9 @@ def prepare_run(
                         decisions = tuple(taken)
                     spec = load_spec(conversation_id, user_id)
                     _check_clash(spec, clients)
-                    run_id = _open_run(conversation_id, user_id, holder, limits, request)
+                    run_id = _open_run(
+                        conversation_id, user_id, holder, limits, request, called_model(spec)
+                    )
                     if redo is not None:
                         # The slot is this run's now: nothing else branches or answers meanwhile.
                         images = start_alternative(conversation_id, redo, run_id)
@@ -473,6 +493,11 @@ def _awaiting(conversation_id: str) -> bool:
     ).exists()
 
 
+def called_model(spec: RuntimeSpec) -> str:
+    """The ``<endpoint>/<model>`` a run of ``spec`` calls (what its ``Run`` records)."""
+    return f"{spec.endpoint.name}/{spec.model_name}"
+
+
 def _check_clash(spec: RuntimeSpec, clients: frozenset[str]) -> None:
     clash = clients & {tool.name for tool in spec.tools}
     if clash:
@@ -500,7 +525,7 @@ def _seed_run(
     )
     spec = load_spec(conversation_id, user_id)
     try:
-        run_id = _open_run(conversation_id, user_id, holder, limits, request)
+        run_id = _open_run(conversation_id, user_id, holder, limits, request, called_model(spec))
     except _SlotTaken:
         raise Busy("a reply is still running in this conversation") from None
     return LoadedSession(spec, stored, {"id": workspace_id, "files": []}), run_id

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -33,6 +32,7 @@ from .skills import skill_instructions
 
 __all__ = [
     "LoadedSession",
+    "ModelUnavailable",
     "NoProfileError",
     "RuntimeSpec",
     "group_ids",
@@ -42,11 +42,22 @@ __all__ = [
     "profile_usable",
 ]
 
-logger = logging.getLogger(__name__)
-
 
 class NoProfileError(LookupError):
     """No enabled agent profile can serve the conversation."""
+
+
+class ModelUnavailable(LookupError):
+    """The conversation chose a model whose endpoint is gone: refused, never replaced."""
+
+    code = "model_unavailable"
+
+    def __init__(self, model: str) -> None:
+        super().__init__(
+            f"the model {model!r} this conversation chose is no longer available; "
+            "choose another model"
+        )
+        self.model = model
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,14 +156,10 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
     endpoint, model_name = config.endpoint, profile.model_name
     if conversation.model:
         chosen = _chosen_endpoint(conversation.model)
-        if chosen is not None:
-            endpoint, model_name = chosen, conversation.model.partition("/")[2]
-        else:
-            logger.warning(
-                "conversation %s chose %r, whose endpoint is gone: the profile's model runs",
-                conversation.id,
-                conversation.model,
-            )
+        if chosen is None:
+            # Another model answering in its place would be a silent substitution.
+            raise ModelUnavailable(conversation.model)
+        endpoint, model_name = chosen, conversation.model.partition("/")[2]
     if endpoint is None:
         raise NoProfileError(f"profile {profile.slug!r} names a missing endpoint")
     instructions = config.instructions

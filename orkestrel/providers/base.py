@@ -45,7 +45,15 @@ from .wire import (
     to_tools,
 )
 
-__all__ = ["CallDelta", "CallListener", "ErrorFactory", "HttpProvider", "PendingCall", "Turn"]
+__all__ = [
+    "CallDelta",
+    "CallListener",
+    "ErrorFactory",
+    "HttpProvider",
+    "ModelListener",
+    "PendingCall",
+    "Turn",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +70,8 @@ class CallDelta:
 
 
 CallListener = Callable[[CallDelta], None]
+# Told of the model the server reported answering a turn (once per turn, when it names one).
+ModelListener = Callable[[str], None]
 """Told of each new piece of a streamed tool call (a run shows the call as it is written)."""
 
 
@@ -92,6 +102,23 @@ class PendingCall:
         self.parts: list[str] = []
         self.value: Any = None
         self.told: int | None = None
+
+
+def _reported_model(payload: bytes) -> str | None:
+    """The model a stream event names: top level (Chat Completions, Ollama) or in
+    ``message`` (Anthropic's ``message_start``); ``None`` when it names none."""
+    if b'"model"' not in payload:
+        return None  # cheap: most events of a long answer are read no further
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return None  # the wire parser reports a malformed event
+    if not isinstance(event, dict):
+        return None
+    model = event.get("model")
+    if not isinstance(model, str) and isinstance(event.get("message"), dict):
+        model = event["message"].get("model")
+    return model if isinstance(model, str) and model else None
 
 
 def _tell_calls(calls: Mapping[int, PendingCall], listener: CallListener) -> None:
@@ -333,6 +360,8 @@ class HttpProvider:
         self._max_line = max_line_bytes
         # Told of each streamed tool call's pieces (``CallListener``); ``None``: nobody asks.
         self.on_call: CallListener | None = None
+        # Told of the model the server reported answering (``ModelListener``).
+        self.on_model: ModelListener | None = None
         self._model = model
         self._base_url = base_url.rstrip("/")
         self._name = name or self.default_name
@@ -474,6 +503,7 @@ class HttpProvider:
         out: list[ProviderStreamItem] = []
         feed = turn.feed
         listener = self.on_call
+        reported = self.on_model
         calls = turn.calls
         try:
             while True:
@@ -483,6 +513,11 @@ class HttpProvider:
                     if turn.done:
                         break  # Anything after the end marker is not part of the turn.
                     feed(payload, out)
+                    if reported is not None:
+                        model = _reported_model(payload)
+                        if model is not None:
+                            reported(model)
+                            reported = None  # once per turn
                     if listener is not None and calls:
                         _tell_calls(calls, listener)
                     if out:

@@ -2,7 +2,8 @@
 // The API keys page: lists, creates and revokes the user's keys through the REST API
 // (`/api/keys/`), signed in by the session, so every write carries the CSRF token in
 // `X-CSRFToken`. A full key exists only in the answer to its creation: it is shown once, in
-// the "new key" box, and nowhere else (a reload lists it by its prefix only).
+// the "new key" box, and nowhere else (a reload lists it by its prefix only). A key's scopes
+// and profiles are chosen when it is made (none ticked among the profiles: every one).
 
 import { el } from "./render.js";
 
@@ -17,10 +18,11 @@ const newName = document.getElementById("new-key-name");
 const newValue = document.getElementById("new-key-value");
 const copyButton = document.getElementById("copy-key");
 const copyStatus = document.getElementById("copy-status");
+const profileBox = document.getElementById("key-profiles");
 
 const apiUrl = root.dataset.apiUrl;
 const csrfToken = /** @type {HTMLInputElement | null} */ (form.querySelector("input[name=csrfmiddlewaretoken]"))?.value || "";
-const FIELD_LABELS = { name: "Name", expires: "Expires" };
+const FIELD_LABELS = { name: "Name", expires: "Expires", scopes: "Scopes", profiles: "Profiles" };
 
 /**
  * Call the API as this user; `{response, data}` (data is null without a JSON body).
@@ -88,6 +90,13 @@ function renderKey(key) {
     ...(key.last_used ? ["last used ", time(key.last_used)] : ["never used"]),
     " · ",
     ...(key.expires ? [state === "expired" ? "expired " : "expires ", time(key.expires)] : ["no expiry"]),
+    " · ",
+    el("span", { "data-testid": "key-scopes", text: (key.scopes || []).join(", ") }),
+    " · ",
+    el("span", {
+      "data-testid": "key-profile-list",
+      text: key.profiles ? `profiles: ${key.profiles.join(", ")}` : "every profile",
+    }),
   );
   const actions = el("div", { className: "conversation-actions" });
   if (state === "revoked") {
@@ -148,8 +157,43 @@ async function refresh() {
   list.removeAttribute("aria-busy");
 }
 
+/** The profiles the user may use, as checkboxes (best effort: without them, every profile). */
+async function loadProfiles() {
+  const boxes = [];
+  let url = profileBox.dataset.profilesUrl;
+  try {
+    while (url) {
+      const { response, data } = await call(url);
+      if (!response.ok) return;
+      for (const profile of data.results) {
+        boxes.push(
+          el(
+            "label",
+            {},
+            el("input", { type: "checkbox", name: "profiles", value: profile.slug, "data-testid": "key-profile" }),
+            ` ${profile.name} (${profile.slug})`,
+          ),
+        );
+      }
+      url = data.next;
+    }
+  } catch {
+    return;
+  }
+  profileBox.append(...boxes);
+}
+
+/** The values of the ticked checkboxes named `name`. */
+function ticked(name) {
+  return [...form.querySelectorAll(`input[name=${name}]:checked`)].map(
+    (box) => /** @type {HTMLInputElement} */ (box).value,
+  );
+}
+
 async function create() {
-  const body = { name: nameInput.value.trim() };
+  const body = { name: nameInput.value.trim(), scopes: ticked("scopes") };
+  const profiles = ticked("profiles");
+  if (profiles.length) body.profiles = profiles;
   if (expiresInput.value) body.expires = new Date(expiresInput.value).toISOString();
   let result;
   try {
@@ -170,6 +214,7 @@ async function create() {
   copyStatus.textContent = "";
   newBox.hidden = false;
   await refresh();
+loadProfiles();
 }
 
 async function revoke(button) {
@@ -186,6 +231,7 @@ async function revoke(button) {
   const { response, data } = result;
   showErrors(response.status === 204 ? [] : problems(data, `Revoking the key failed (${response.status}).`));
   await refresh();
+loadProfiles();
 }
 
 async function copyKey() {
@@ -213,3 +259,4 @@ list.addEventListener("click", (event) => {
 });
 
 refresh();
+loadProfiles();

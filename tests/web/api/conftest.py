@@ -54,8 +54,8 @@ def issue_key() -> Callable[..., str]:
 
 @pytest.fixture
 def alice_key(alice, issue_key) -> str:
-    """Alice's API key, in full (``ork_<prefix>_<secret>``)."""
-    return issue_key(alice, "alice's laptop")
+    """Alice's API key, in full (``ork_<prefix>_<secret>``), with every scope."""
+    return issue_key(alice, "alice's laptop", scopes=("read", "run", "keys"))
 
 
 @pytest.fixture

@@ -20,7 +20,17 @@ pytestmark = pytest.mark.django_db
 
 KEYS = "/api/keys/"
 KEY_SHAPE = re.compile(r"^ork_([a-z0-9]{8})_([A-Za-z0-9_-]{40,})$")
-LISTED = {"id", "name", "prefix", "created", "last_used", "expires", "revoked"}
+LISTED = {
+    "id",
+    "name",
+    "prefix",
+    "created",
+    "last_used",
+    "expires",
+    "revoked",
+    "scopes",
+    "profiles",
+}
 INVALID = {
     "type": "about:blank",
     "title": "Unauthorized",
@@ -308,7 +318,7 @@ def test_the_admin_lists_keys_without_their_hash_and_refuses_adding(
     assert detail.status_code == 200 and key.digest not in detail.content.decode()
     assert client.get(reverse("admin:agents_apikey_add")).status_code == 403
     changed = client.post(reverse("admin:agents_apikey_change", args=[key.pk]), {"name": "renamed"})
-    assert changed.status_code == 403
+    assert changed.status_code == 200  # redisplayed: only scopes and profiles are editable
     assert ApiKey.objects.get().name == "listed"
 
 
