@@ -21,7 +21,7 @@ from workspaces.stores import DjangoWorkspaceStore
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WRITE = {"operation": "write", "path": "notes.md", "content": "hello"}
-TODO = {"operation": "write", "path": "todo.md", "content": "buy milk"}
+SHOPPING_LIST = {"operation": "write", "path": "todo.md", "content": "buy milk"}
 ASK = [{"role": "user", "content": "write my notes"}]
 
 
@@ -107,7 +107,7 @@ async def test_a_streamed_held_call_ends_with_the_error_then_done_and_no_finish_
     assert all(c.choices[0].finish_reason is None for c in chunks)
 
     # On the wire: the error event, then [DONE], and no chunk with a finish_reason before.
-    stub.enqueue(reply("openai", calls=[("c2", "workspace", TODO)]))
+    stub.enqueue(reply("openai", calls=[("c2", "workspace", SHOPPING_LIST)]))
     raw = await api.post(
         "/v1/chat/completions",
         {"model": "editor", "messages": ASK, "stream": True},
@@ -217,7 +217,7 @@ async def test_answers_must_name_requests_of_the_previous_response_and_answer_ev
     sdk, careful, stub, api
 ):
     stub.enqueue(
-        reply("openai", calls=[("c1", "workspace", WRITE), ("c2", "workspace", TODO)]),
+        reply("openai", calls=[("c1", "workspace", WRITE), ("c2", "workspace", SHOPPING_LIST)]),
         reply("openai", ["Both."]),
     )
     first = await sdk().responses.create(model="editor", input="write both")
