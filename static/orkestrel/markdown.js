@@ -70,15 +70,17 @@ md.renderer.rules.html_inline = (tokens, idx) => {
   return /^<input type="checkbox" disabled( checked)?> $/.test(content) ? content : md.utils.escapeHtml(content);
 };
 
-// Math: $…$, \(…\) inline; $$…$$, \[…\] as blocks. Parsed before escapes (`\,` is kept), shown
-// as code until KaTeX replaces it.
+// Math: $…$, \(…\) inline (and $$…$$ within a line); $$…$$, \[…\] on lines of their own as
+// blocks. Parsed before escapes (`\,` is kept), shown as code until KaTeX replaces it.
 md.inline.ruler.before("escape", "math_inline", (state, silent) => {
   const src = state.src;
   const start = state.pos;
   let open = "";
   let close = "";
   if (src.startsWith("\\(", start)) [open, close] = ["\\(", "\\)"];
-  else if (src[start] === "$" && src[start + 1] !== "$") [open, close] = ["$", "$"];
+  // `$$…$$` inside a line of text is math too (typeset inline), not a `$` and a `$…$`.
+  else if (src.startsWith("$$", start)) [open, close] = ["$$", "$$"];
+  else if (src[start] === "$") [open, close] = ["$", "$"];
   else return false;
   if (open === "$") {
     const next = src[start + 1];

@@ -20,7 +20,8 @@ RICH = (
     "| name | score |\n|:-----|------:|\n| ada | 10 |\n\n"
     "- [x] parsed\n- [ ] shipped\n\n"
     "Inline $a^2 + b^2 = c^2$ and a thin space $a\\,b$.\n\n"
-    "$$\n\\int_0^1 x\\,dx = \\frac{1}{2}\n$$\n"
+    "$$\n\\int_0^1 x\\,dx = \\frac{1}{2}\n$$\n\n"
+    "Within a line, $$e^{i\\pi} + 1 = 0$$ too.\n"
 )
 
 
@@ -84,7 +85,9 @@ def test_code_math_tables_and_task_lists_render_and_copy(
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied == "def add(a, b):\n    return a + b\n"
     # Math: MathML with no TeX left showing, the thin space of `a\,b` kept as space.
-    expect(answer.locator(".math math")).to_have_count(3)
+    expect(answer.locator(".math math")).to_have_count(4)
+    # ``$$…$$`` within a line is typeset whole: no stray dollar sign is left.
+    assert "$" not in answer.inner_text()
     expect(answer.locator(".math-display math")).to_have_count(1)
     expect(answer.locator(".math").nth(1)).to_have_text("a\u2009b")
     assert "\\" not in answer.locator(".math").nth(2).text_content()
