@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from .axe import axe_violations
 from .conftest import Server
 from .openai_setup import shell_json
 from .upstream import MODEL, FakeUpstream
+from .watched import CLEAN, Watched
 
 pytestmark = pytest.mark.e2e
 
@@ -80,21 +80,6 @@ print(json.dumps({
     "scope": [scope.instructions, scope.tools, scope.files],
 }))
 """
-
-# Installed before a page's scripts: every CSP violation the page reports.
-CSP_RECORDER = """
-(() => {
-  window.__violations = [];
-  document.addEventListener("securitypolicyviolation", (event) => {
-    window.__violations.push({
-      directive: event.effectiveDirective, blocked: event.blockedURI, source: event.sourceFile,
-    });
-  }, true);
-})();
-"""
-# A connection the policy refuses (nothing listens there either): once its violation is in,
-# every earlier one is too.
-CSP_FLUSH = "http://127.0.0.2:9/admin-pages-flush"
 
 
 @pytest.fixture(scope="module")
@@ -250,41 +235,6 @@ def test_a_tool_form_shows_only_its_kinds_fields(operator: Page, rows: dict[str,
 # -- accessibility, the console and the policy --------------------------------------------------
 
 
-class Watched:
-    """A page whose console errors and CSP violations are recorded."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        self.console: list[str] = []
-        page.add_init_script(CSP_RECORDER)
-        page.on("console", self._console)
-
-    def _console(self, message: Any) -> None:
-        if message.type == "error" and CSP_FLUSH not in message.text:
-            self.console.append(message.text)
-
-    def problems(self, path: str, ready: str) -> dict[str, Any]:
-        """Open ``path``, wait for ``ready`` (a selector); what axe, the console and the CSP
-        found there."""
-        response = self.page.goto(path)
-        assert response is not None and response.ok, f"{path}: {response and response.status}"
-        expect(self.page.locator(ready).first).to_be_visible()
-        self.page.wait_for_load_state("load")
-        self.page.evaluate("(url) => { fetch(url).catch(() => {}); }", CSP_FLUSH)
-        self.page.wait_for_function(
-            "(url) => window.__violations.some((v) => v.blocked.startsWith(url))", arg=CSP_FLUSH
-        )
-        blocked = [
-            v
-            for v in self.page.evaluate("window.__violations")
-            if not v["blocked"].startswith(CSP_FLUSH)
-        ]
-        found = {"axe": axe_violations(self.page), "console": self.console, "csp": blocked}
-        self.console = []
-        return found
-
-
-CLEAN = {"axe": [], "console": [], "csp": []}
 PAGES = {
     "agentprofile": "profile",
     "providerendpoint": "endpoint",
@@ -299,13 +249,13 @@ def test_the_admin_pages_pass_axe_with_a_quiet_console_and_policy(
 ) -> None:
     watched = Watched(operator)
     pk = rows[PAGES[model]]
-    assert watched.problems(url(model, "changelist"), "#result_list") == CLEAN
-    assert watched.problems(url(model, "change", pk), "#content-main form") == CLEAN
-    assert watched.problems(url(model, "add"), "#content-main form") == CLEAN
+    assert watched.problems_at(url(model, "changelist"), "#result_list") == CLEAN
+    assert watched.problems_at(url(model, "change", pk), "#content-main form") == CLEAN
+    assert watched.problems_at(url(model, "add"), "#content-main form") == CLEAN
 
 
 def test_the_login_page_passes_axe_with_a_quiet_console_and_policy(
     open_context: Callable[..., Any],
 ) -> None:
     watched = Watched(open_context(viewport={"width": WIDTH, "height": 800}).new_page())
-    assert watched.problems("/accounts/login/", "form") == CLEAN
+    assert watched.problems_at("/accounts/login/", "form") == CLEAN

@@ -8,13 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
-from .axe import axe_violations
-from .test_admin_pages import CSP_FLUSH, CSP_RECORDER
 from .test_approvals import careful, open_careful_chat  # noqa: F401 (a fixture)
 from .test_chat import send, wait_until_idle
 from .upstream import CUT_TRIGGER, WRITE_TRIGGER
+from .watched import CLEAN, Watched
 
 pytestmark = pytest.mark.e2e
 
@@ -26,43 +25,9 @@ RICH = (
     "- [x] parsed\n- [ ] shipped\n\n"
     "Inline $a^2 + b^2 = c^2$ and $$\\int_0^1 x\\,dx = \\frac{1}{2}$$\n"
 )
-CLEAN: dict[str, list[Any]] = {"axe": [], "console": [], "csp": []}
 
 
-class Checked:
-    """A page whose console errors and CSP violations are recorded from its first script."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        self.console: list[str] = []
-        page.add_init_script(CSP_RECORDER)
-        page.on("console", self._console)
-
-    def _console(self, message: Any) -> None:
-        if message.type == "error" and CSP_FLUSH not in message.text:
-            self.console.append(message.text)
-
-    def problems(self) -> dict[str, list[Any]]:
-        """What axe, the console and the policy found on the page as it is now."""
-        self.page.evaluate("(url) => { fetch(url).catch(() => {}); }", CSP_FLUSH)
-        self.page.wait_for_function(
-            "(url) => window.__violations.some((v) => v.blocked.startsWith(url))", arg=CSP_FLUSH
-        )
-        blocked = [
-            v
-            for v in self.page.evaluate("window.__violations")
-            if not v["blocked"].startswith(CSP_FLUSH)
-        ]
-        found: dict[str, list[Any]] = {
-            "axe": list(axe_violations(self.page)),
-            "console": self.console,
-            "csp": blocked,
-        }
-        self.console = []
-        return found
-
-
-def themed(open_context: Callable[..., Any], theme: str, user: str | None = "alice") -> Checked:
+def themed(open_context: Callable[..., Any], theme: str, user: str | None = "alice") -> Watched:
     """A page in ``theme`` (chosen as the theme switch keeps it), its system in the other."""
     context = open_context(
         user,
@@ -73,7 +38,7 @@ def themed(open_context: Callable[..., Any], theme: str, user: str | None = "ali
     context.add_init_script(
         f"try {{ localStorage.setItem('orkestrel-theme', '{theme}'); }} catch {{}}"
     )
-    return Checked(context.new_page())
+    return Watched(context.new_page())
 
 
 @pytest.mark.parametrize("theme", THEMES)
