@@ -444,8 +444,12 @@ async def test_the_server_answers_healthz_while_a_catastrophic_regex_runs(
             waits.append(time.monotonic() - started)
             assert health.status_code == 200, health.text
         response = await edit
-    # The edit ran about a second (its bound): polls went on all along, each one quick.
-    assert len(waits) >= 10 and max(waits) < 0.1, waits
+    # The edit ran about a second (its bound): polls went on all along, quick (before the fix
+    # the first poll waited the whole match, about 5 s). A CI box running other test
+    # processes on its two cores may delay the odd poll: the bound holds for 95 % of them.
+    waits.sort()
+    assert len(waits) >= 10 and waits[int(len(waits) * 0.95)] < 0.1, waits
+    assert waits[-1] < 1.0, waits
     assert response.status_code == 400, response.text
     assert "took longer than" in response.json()["errors"]["search"][0]
 
