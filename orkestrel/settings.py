@@ -242,7 +242,18 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Only a deployment that runs collectstatic sets STATIC_ROOT; otherwise WhiteNoise serves
 # straight from the app and project static folders, with no build step.
 STATIC_ROOT = env("STATIC_ROOT", default=None)
-WHITENOISE_USE_FINDERS = True
+# collectstatic writes a gzip twin of every text file (WhiteNoise serves it to browsers that
+# take gzip): the chat's first load is about a third of its size on the wire.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if STATIC_ROOT
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+# Collected files are served from STATIC_ROOT (with their gzip twins), not the source folders.
+WHITENOISE_USE_FINDERS = not STATIC_ROOT
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
