@@ -61,15 +61,23 @@ TOOL_KIND_SCRIPT = "orkestrel/admin/tool-kind.js"
 @admin.register(ProviderEndpoint)
 class ProviderEndpointAdmin(OperatorAdmin):
     form = EndpointForm
-    list_display = ["name", "kind", "base_url", "api_key_status", "model_count", "updated"]
-    list_filter = ["kind"]
+    list_display = [
+        "name",
+        "kind",
+        "enabled",
+        "base_url",
+        "api_key_status",
+        "model_count",
+        "updated",
+    ]
+    list_filter = ["kind", "enabled"]
     search_fields = ["name", "base_url"]
     readonly_fields = ["api_key_status", "created", "updated"]
     formfield_overrides = JSON_OVERRIDES
     actions = ["check_connection"]
     change_form_template = "admin/agents/providerendpoint/change_form.html"
     fieldsets = [
-        (None, {"fields": ["name", "kind", "base_url", "models"]}),
+        (None, {"fields": ["name", "kind", "enabled", "base_url", "models", "document_models"]}),
         ("Credentials", {"fields": ["api_key_env", "api_key_status"]}),
         (
             "Limits",
@@ -447,6 +455,23 @@ class AgentProfileAdmin(OperatorAdmin):
             },
         ),
         ("Access", {"fields": ["users", "groups"]}),
+        (
+            "Retention",
+            {
+                "classes": ["collapse"],
+                "description": "Days its records are kept: empty follows the setting "
+                "(ORKESTREL_RETAIN_*_DAYS), 0 keeps them for ever (README, Retention).",
+                "fields": [
+                    "retain_conversations_days",
+                    "retain_runs_days",
+                    "retain_run_events_days",
+                    "retain_approvals_days",
+                    "retain_decisions_days",
+                    "retain_tool_failures_days",
+                    "retain_jobs_days",
+                ],
+            },
+        ),
         ("History", {"fields": ["created", "updated"]}),
     ]
 
@@ -671,4 +696,5 @@ class AgentJobAdmin(OperatorAdmin):
         )
 
 
-from . import mcp_admin  # noqa: E402, F401 - MCP servers' admin, registered on import
+# The MCP servers', schedules' and purges' admin, registered on import.
+from . import mcp_admin, schedule_admin, usage_admin  # noqa: E402, F401

@@ -14,15 +14,20 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from conversations.approvals import ApprovalRefused, Decision
-from conversations.attachments import discard_attachments, resolve_attachments
-from conversations.branches import NoSuchBranch, NotBranchable
+from conversations.approvals import Decision
+from conversations.attachments import (
+    discard_attachments,
+    resolve_attachments,
+    resolve_documents,
+)
 from conversations.models import Conversation, Run
-from conversations.pending import PendingFull
+from conversations.questions import QuestionRefused
 from conversations.services import ConversationState, conversation_state
+from orkestrel.core.documents import Document
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ClientAbort,
+    ClientAnswer,
     ClientApprove,
     ClientCompact,
     ClientEdit,
@@ -41,17 +46,16 @@ from orkestrel.protocol import (
     StateFrame,
     parse_client_frame,
 )
+from orkestrel.refusals import Refusal
 from orkestrel.storable import first_fault
+from orkestrel.telemetry.metrics import follower
 
 from .framing import MAX_OUTGOING_BYTES, fitted
-from .runs import Busy, RunManager, RunService, is_shared, run_manager
-from .runs.errors import NothingToContinue, StartFailed, TooManyRuns
+from .runs import RunManager, RunService, is_shared, run_manager
 from .runs.interruptions import ends_interrupted
+from .runs.questions import answer
 from .runs.service import Compacted
 from .runs.submissions import Repeat
-from .runtime.skills import UnknownSkill
-from .runtime.spec import ModelUnavailable, NoProfileError
-from .runtime.summarizer import CompactionFailed
 
 __all__ = ["ChatConsumer", "NotFoundConsumer"]
 
@@ -106,6 +110,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # This process closes runs a killed server left behind (from its first socket on).
         self.manager.sweeper.ensure()
         await self.accept()
+        # Counted while it follows (``orkestrel_followers``); released at disconnect.
+        self._followed = follower("websocket")
         if is_shared(self.channel_layer):
             # A run in another process reaches this socket through this process's relay.
             self._unfollow = await self.manager.relay.follow(self.conversation_id)
@@ -113,6 +119,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         # A closing tab never stops a run: only the subscription goes.
+        followed = getattr(self, "_followed", None)
+        if followed is not None:
+            followed()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -180,28 +189,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         try:
             await self._dispatch(frame)
-        except Busy as error:
-            await self._refuse("busy", str(error))
-        except TooManyRuns as error:
-            await self._refuse("too_many_runs", str(error))
-        except StartFailed as error:
-            await self._refuse("run_failed", str(error)[:500])
-        except NoProfileError as error:
-            await self._refuse("no_profile", str(error))
-        except ModelUnavailable as error:
-            await self._refuse(error.code, str(error))
-        except NothingToContinue as error:
-            await self._refuse("nothing_to_continue", str(error))
-        except PendingFull as error:
-            await self._refuse("too_many_pending", str(error))
-        except UnknownSkill as error:
-            await self._refuse("unknown_skill", str(error))
-        except ApprovalRefused as error:
-            await self._refuse(error.code, str(error))
-        except NoSuchBranch as error:
-            await self._refuse("not_found", str(error))
-        except NotBranchable as error:
-            await self._refuse("not_branchable", str(error))
+        except Refusal as error:
+            await self.send_json(ErrorFrame.refusing(error))
 
     async def _dispatch(self, frame: ClientFrame) -> None:
         match frame:
@@ -215,6 +204,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.on_pending_pop(frame)
             case ClientApprove():
                 await self.on_approve(frame)
+            case ClientAnswer():
+                await self.on_answer(frame)
             case ClientRegenerate():
                 await self.service.regenerate(
                     user_id=self.user.id,
@@ -242,6 +233,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def on_send(self, frame: ClientSend) -> None:
         images = frame.images
+        documents: tuple[Document, ...] = ()
         if frame.attachments:
             try:
                 attached = await in_thread(resolve_attachments)(
@@ -251,19 +243,17 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self._refuse("invalid", f"send.attachments: {error}")
                 return
             images = (*images, *attached)
-        try:
-            sent = await self.service.send(
-                user_id=self.user.id,
-                conversation_id=self.conversation_id,
-                content=frame.content,
-                images=images,
-                nonce=frame.nonce,
-            )
-        except CompactionFailed as error:
-            # A ``/compact`` the model could not summarize: nothing folded (every tab got the
-            # notice); this socket's request is refused.
-            await self._refuse(CompactionFailed.code, str(error))
-            return
+            documents = await in_thread(resolve_documents)(self.conversation_id, frame.attachments)
+        # A ``/compact`` the model could not summarize (``CompactionFailed``) folded nothing
+        # (every tab got the notice); this socket's request is refused, as every refusal is.
+        sent = await self.service.send(
+            user_id=self.user.id,
+            conversation_id=self.conversation_id,
+            content=frame.content,
+            images=images,
+            documents=documents,
+            nonce=frame.nonce,
+        )
         if isinstance(sent, Compacted) and sent.section is None:
             await self._refuse("nothing_to_compact", "nothing to fold yet")
         if isinstance(sent, Repeat):
@@ -277,13 +267,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._refuse("idle", "nothing to stop")
 
     async def on_compact(self, frame: ClientCompact) -> None:
-        try:
-            section = await self.service.compact(
-                user_id=self.user.id, conversation_id=self.conversation_id, focus=frame.focus
-            )
-        except CompactionFailed as error:
-            await self._refuse(CompactionFailed.code, str(error))
-            return
+        section = await self.service.compact(
+            user_id=self.user.id, conversation_id=self.conversation_id, focus=frame.focus
+        )
         if section is None:
             await self._refuse("nothing_to_compact", "nothing to fold yet")
 
@@ -307,6 +293,20 @@ class ChatConsumer(AsyncWebsocketConsumer):
             )
         except LookupError:
             await self._refuse("not_found", "no such approval")
+
+    async def on_answer(self, frame: ClientAnswer) -> None:
+        try:
+            await answer(
+                self.service.manager,
+                user_id=self.user.id,
+                username=self.user.get_username(),
+                question_id=frame.id,
+                answer=frame.answer,
+            )
+        except LookupError:
+            await self._refuse("not_found", "no such question")
+        except QuestionRefused as error:
+            await self._refuse(error.code, str(error))
 
     async def on_resync(self, frame: ClientResync) -> None:
         await self._send_state()

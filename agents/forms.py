@@ -269,6 +269,13 @@ class EndpointForm(forms.ModelForm):
         help_text="The model names this endpoint serves, one per line, e.g. llama3.2 or "
         "gpt-4o-mini; profiles may use only these. Empty: any model.",
     )
+    document_models = NameListField(
+        label="Models that read PDFs",
+        required=False,
+        widget=NameListTextarea({"placeholder": "claude-sonnet-4-5\ngpt-4o"}),
+        help_text="Models that receive a PDF itself, one per line, or * for all; the others "
+        "receive its extracted text. Empty: every model reads the text.",
+    )
 
     class Meta:
         model = ProviderEndpoint

@@ -65,11 +65,12 @@ class McpServerAdmin(OperatorAdmin):
 
     @admin.display(description="credentials")
     def auth_status(self, server: McpServer) -> str:
-        if server.auth == McpServer.Auth.USER_TOKEN:
+        if server.auth in (McpServer.Auth.USER_TOKEN, McpServer.Auth.OAUTH):
             count = getattr(server, "credential_count", None)
             if count is None:
                 count = server.credentials.count()
-            return f"per user: {count} user{'s have' if count != 1 else ' has'} entered theirs"
+            verb = "connected" if server.auth == McpServer.Auth.OAUTH else "entered theirs"
+            return f"per user: {count} user{'s have' if count != 1 else ' has'} {verb}"
         if server.auth != McpServer.Auth.BEARER_ENV or not server.bearer_env:
             return "none"
         state = "set" if os.environ.get(server.bearer_env) else "not set"

@@ -11,6 +11,8 @@ app_name = "agents"
 urlpatterns = [
     path("settings/keys/", views.api_keys, name="keys"),
     path("settings/mcp/", views.mcp_credentials, name="mcp-credentials"),
+    path("settings/mcp/oauth/callback/", views.mcp_oauth_callback, name="mcp-oauth-callback"),
+    path("settings/mcp/<slug:server>/connect/", views.mcp_connect, name="mcp-connect"),
     path("settings/mcp/<slug:server>/", views.mcp_credential, name="mcp-credential"),
     path(
         "settings/mcp/<slug:server>/remove/",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from urllib.parse import urlencode
 
+from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,11 +19,27 @@ from django.views.decorators.http import require_GET, require_POST
 
 from conversations.rendering import render_markdown
 
-from .mcp.credentials import credential_slots, enter_credential, remove_credential
+from .mcp.credentials import (
+    credential_slots,
+    enter_credential,
+    oauth_endpoint,
+    remove_credential,
+    store_grant,
+)
+from .mcp.errors import McpError
+from .mcp.oauth_connect import Pending, begin, finish
 from .models import AgentJob
 from .runtime.progress import Progress
 
-__all__ = ["api_keys", "job_detail", "mcp_credential", "mcp_credential_remove", "mcp_credentials"]
+__all__ = [
+    "api_keys",
+    "job_detail",
+    "mcp_connect",
+    "mcp_credential",
+    "mcp_credential_remove",
+    "mcp_credentials",
+    "mcp_oauth_callback",
+]
 
 # How often an open job's page reloads itself (a ``<meta http-equiv="refresh">``: no script).
 JOB_REFRESH_SECONDS = 3
@@ -46,7 +63,11 @@ def _user_id(request: HttpRequest) -> int:
 NOTICES = {
     "saved": "Your credential for {} is saved.",
     "removed": "Your credential for {} is removed.",
+    "connected": "Your account on {} is connected.",
 }
+# Where OAuth connections under way wait in the session (state → ``Pending``), at most a few.
+PENDING_KEY = "mcp_oauth_pending"
+MAX_PENDING = 5
 
 
 def _credentials_page(
@@ -98,6 +119,54 @@ def mcp_credential_remove(request: HttpRequest, server: str) -> HttpResponse:
     if remove_credential(_user_id(request), server):
         return _back("removed", server)
     return redirect("agents:mcp-credentials")
+
+
+@never_cache
+@login_required
+@require_POST
+def mcp_connect(request: HttpRequest, server: str) -> HttpResponse:
+    """Start connecting the user's account to an OAuth ``server``: discover its authorization
+    server, register, and send the browser there (PKCE; the verifier stays in the session)."""
+    try:
+        endpoint = oauth_endpoint(_user_id(request), server)
+    except LookupError:
+        raise Http404("No such MCP server.") from None
+    callback = request.build_absolute_uri(reverse("agents:mcp-oauth-callback"))
+    try:
+        url, pending = async_to_sync(begin)(endpoint, callback)
+    except McpError as error:
+        return _credentials_page(request, {server: str(error)}, status=502)
+    waiting = dict(request.session.get(PENDING_KEY) or {})
+    waiting[pending.state] = pending.as_dict()
+    request.session[PENDING_KEY] = dict(list(waiting.items())[-MAX_PENDING:])
+    # A page that navigates there (CSP's form-action would block a redirect off this origin).
+    return render(request, "agents/mcp_connect.html", {"server": server, "url": url})
+
+
+@never_cache
+@login_required
+@require_GET
+def mcp_oauth_callback(request: HttpRequest) -> HttpResponse:
+    """Where the authorization server sends the browser back: the ``state`` must be one this
+    user's session started (each is used once); the code is exchanged and the tokens sealed."""
+    waiting = dict(request.session.get(PENDING_KEY) or {})
+    pending = Pending.from_dict(waiting.pop(request.GET.get("state", ""), None))
+    request.session[PENDING_KEY] = waiting
+    if pending is None:
+        return _credentials_page(request, {"": "That sign-in is unknown or was used."}, 400)
+    code = request.GET.get("code", "")
+    if not code:
+        denied = request.GET.get("error", "no code came back")
+        return _credentials_page(request, {pending.server: f"Not connected: {denied}."}, 400)
+    try:
+        endpoint = oauth_endpoint(_user_id(request), pending.server)
+        grant = async_to_sync(finish)(endpoint, pending, code)
+    except LookupError:
+        raise Http404("No such MCP server.") from None
+    except McpError as error:
+        return _credentials_page(request, {pending.server: str(error)}, status=502)
+    store_grant(_user_id(request), endpoint.pk, grant)
+    return _back("connected", pending.server)
 
 
 @login_required

@@ -4,6 +4,10 @@ Scenarios: a two-turn run (one tool call, then an answer) and an eleven-turn run
 calls, then an answer). Each run has an event listener, a token budget, an authority, a scope,
 and consumes the stream chunk by chunk. Prints median / p95 per run and per turn, and peak
 memory of one run. Usage: ``.venv/bin/python bench/loop.py [--runs N]``.
+
+``--telemetry`` measures instead what the app's observer (``orkestrel.telemetry``) adds to a
+run's CPU (``time.process_time``, the span exporter's thread included): off, metrics only,
+then traces and metrics with spans sent to a loopback OTLP collector (``bench/otlp_sink.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from orkestrel.core import (
     create_tool_manager,
 )
 from orkestrel.providers import ScriptedProvider, ScriptedTurn
+from orkestrel.telemetry.observer import RunLabels, RunTelemetry
+from orkestrel.telemetry.switch import SWITCH
+from orkestrel.telemetry.tracing import use_tracer_provider
 
 USAGE = {"prompt": 20, "completion": 5, "total": 25}
 
@@ -103,10 +110,74 @@ async def peak_memory(tool_turns: int) -> int:
     return peak
 
 
+LABELS = RunLabels(kind="chat", profile="bench", provider="openai", model="m", run_id=1)
+
+
+async def observed_cpu(tool_turns: int, runs: int, observed: bool) -> float:
+    """CPU seconds per run, with a ``RunTelemetry`` on each agent when ``observed``."""
+    tools = create_tool_manager()
+    tools.add([create_tool(name="add", execute=lambda args: args["a"] + args["b"], safe=True)])
+    authority = create_authority()
+    scope = create_scope(name="bench", tools=["add"])
+
+    async def once() -> None:
+        agent = build(tool_turns, tools, authority, scope)
+        if observed:
+            agent.observer = RunTelemetry(LABELS)
+        await one_run(agent)
+
+    for _ in range(100):
+        await once()
+    started = time.process_time()
+    for _ in range(runs):
+        await once()
+    return (time.process_time() - started) / runs
+
+
+async def telemetry(runs: int) -> None:
+    """A run's CPU with the observer off, metrics only, then traces and metrics."""
+    # Imported here: the plain loop benchmark needs neither the SDK nor the collector.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from bench.otlp_sink import Sink
+
+    sink = Sink()
+    provider = TracerProvider()
+    # The queue holds every span of the measured runs: none dropped, each one exported.
+    processor = BatchSpanProcessor(
+        OTLPSpanExporter(endpoint=f"{sink.url}/v1/traces"), max_queue_size=runs * 50
+    )
+    provider.add_span_processor(processor)
+    print(f"python {sys.version.split()[0]}, {runs} runs per case, CPU per run")
+    for label, tool_turns in (("two-turn", 1), ("eleven-turn", 10)):
+        SWITCH.metrics = False
+        off = await observed_cpu(tool_turns, runs, observed=False)
+        SWITCH.metrics = True
+        metrics = await observed_cpu(tool_turns, runs, observed=True)
+        use_tracer_provider(provider)
+        both = await observed_cpu(tool_turns, runs, observed=True)
+        provider.force_flush()
+        use_tracer_provider(None)
+        print(
+            f"{label:12} off {off * 1e6:7.1f} µs   metrics +{(metrics - off) * 1e6:6.1f} µs   "
+            f"traces and metrics +{(both - off) * 1e6:6.1f} µs ({tool_turns + 1} requests, "
+            f"{tool_turns} tool calls)"
+        )
+    provider.shutdown()
+    sink.close()
+    print(f"{sink.spans:,} spans reached the collector")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--telemetry", action="store_true", help="what the observer adds")
     args = parser.parse_args()
+    if args.telemetry:
+        await telemetry(args.runs)
+        return
     print(f"python {sys.version.split()[0]}, {args.runs} runs per scenario")
     for label, tool_turns in (("two-turn", 1), ("eleven-turn", 10)):
         samples = await measure(tool_turns, args.runs)

@@ -17,6 +17,10 @@ request is ``stream: true`` with ``stream_options.include_usage``, on both paths
 2. Concurrency: ``--streams`` clients at once (starts spread over ``--ramp``), one path after
    the other.
 
+``--telemetry`` serves the app alone with traces (to a loopback OTLP collector,
+``bench/otlp_sink.py``) and metrics both off, then both on, alternating over ``--rounds``, and
+sets the server's CPU per stream side by side (target: under 5 % more with both on).
+
 ``--rounds`` repeats both, alternating which path goes first. Per path: time to first token
 (send -> first content delta), per-token latency (arrival - the upstream's stamp) and whether
 every delta arrived, in order, ending in ``finish_reason: stop`` and ``data: [DONE]``;
@@ -34,6 +38,7 @@ import gc
 import math
 import os
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +49,7 @@ from typing import Any, Literal
 
 import relay
 from openai_clients import CLIENTS, Client, Reply
+from otlp_sink import Sink, telemetry_env
 from relay_clients import ms, pct
 
 type Route = Literal["direct", "app"]
@@ -56,6 +62,7 @@ TARGET_FIRST_P50 = 0.015  # added time to first token, one stream
 TARGET_TOKEN_P99 = 0.002  # added per-token latency
 CONNECTING = 20  # connections opened at once: a connect storm is not what is measured
 PAUSE = 2.0  # seconds between passes: the app's last runs settle before the next starts
+TELEMETRY_CPU = 0.05  # ``--telemetry``: at most this much more server CPU per stream, both on
 # Run in ``manage.py shell -c``: one user, the endpoint at the fake upstream, a profile, a key.
 SETUP = """
 import os
@@ -97,6 +104,7 @@ class Figures:
     no_usage: int = 0
     errors: list[str] = field(default_factory=list)
     cpu: list[tuple[float, ...]] = field(default_factory=list)  # shares of a core
+    per_run: list[float] = field(default_factory=list)  # app server CPU seconds per stream
 
     def add(self, reply: Reply, count: int) -> None:
         self.streams += 1
@@ -209,6 +217,7 @@ class Bench:
             reply.error = reply.error or ("unfinished" if task in late else "")
             figures.add(reply, args.tokens)
         figures.cpu.append(tuple((b - a) / elapsed for a, b in zip(cpu0, cpu1, strict=True)))
+        figures.per_run.append((cpu1[0] - cpu0[0]) / len(clients))
 
     def cpu(self) -> tuple[float, float, float, float]:
         """CPU seconds: the app server, its event-loop thread, the upstream, this process."""
@@ -369,32 +378,16 @@ def start_upstream(args: argparse.Namespace, log: Path) -> tuple[subprocess.Pope
     return process, int(line.split()[1])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--streams", type=int, default=100, help="concurrent streams")
-    parser.add_argument("--tokens", type=int, default=100, help="deltas per stream")
-    parser.add_argument("--interval", type=float, default=0.02, help="seconds between deltas")
-    parser.add_argument("--runs", type=int, default=20, help="one-stream runs per route")
-    parser.add_argument("--rounds", type=int, default=1, help="repeat, alternating the order")
-    parser.add_argument("--ramp", type=float, default=0.5, help="seconds to spread starts over")
-    parser.add_argument("--only", choices=ROUTES, help="one route (e.g. to profile it)")
-    parser.add_argument("--client", choices=CLIENTS, default="raw", help="the load generator")
-    parser.add_argument("--throttle", default="100000/min", help="the server's API_THROTTLE_RATE")
-    parser.add_argument("--profile", metavar="FILE", help="write a sampled app-server profile")
-    parser.add_argument("--timeline", action="store_true", help="100 streams via app over time")
-    parser.add_argument(
-        "--floor",
-        action="store_true",
-        help="serve bench/openai_floor.py (a bare proxy) in the app's place",
-    )
-    args = parser.parse_args()
-    # The sampler lives in ``bench/relay_app.py`` (the real app; its model swap does not touch
-    # the ``openai`` endpoint this benchmark's profile uses).
-    app = "bench.relay_app:application" if args.profile else APP
-    if args.floor:
-        app = FLOOR
-    routes: list[Route] = [args.only] if args.only else list(ROUTES)
-
+def serve(
+    args: argparse.Namespace,
+    app: str,
+    routes: list[Route],
+    telemetry: tuple[bool, Sink] | None = None,
+) -> tuple[bool, Bench | None]:
+    """One server's pass over both scenarios: whether its targets were met, and its figures.
+    ``telemetry``: traces and metrics both on (to the sink) or both off."""
+    ok = False
+    bench: Bench | None = None
     with tempfile.TemporaryDirectory(prefix="openai-compat-") as workdir:
         upstream, upstream_port = start_upstream(args, Path(workdir) / "upstream.log")
         env = {
@@ -412,6 +405,8 @@ def main() -> int:
             "BENCH_PROFILE": PROFILE,
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
         }
+        if telemetry is not None:
+            env = telemetry_env(env, *telemetry)
         server = None
         try:
             relay.manage(env, "migrate", "--noinput")
@@ -450,6 +445,84 @@ def main() -> int:
                     print(f"\nthe server logged errors: see {kept}")
             upstream.terminate()
             upstream.wait()
+    return ok, bench
+
+
+def with_and_without_telemetry(args: argparse.Namespace, app: str) -> bool:
+    """The app alone with traces and metrics off, then on, alternating over ``--rounds``: the
+    server's CPU per stream (the concurrent scenario) side by side."""
+    sink = Sink()
+    once = argparse.Namespace(**{**vars(args), "rounds": 1})
+    per_run: dict[bool, list[float]] = {False: [], True: []}
+    latency: dict[bool, list[float]] = {False: [], True: []}
+    try:
+        for round_ in range(args.rounds):
+            for on in (False, True) if round_ % 2 == 0 else (True, False):
+                print(f"== telemetry {'on' if on else 'off'} (round {round_ + 1} of {args.rounds})")
+                _, bench = serve(once, app, ["app"], (on, sink))
+                many = bench.figures.get(("many", "app")) if bench is not None else None
+                if many is not None:
+                    per_run[on] += many.per_run
+                    latency[on] += many.latencies
+                print()
+    finally:
+        sink.close()
+    if not per_run[False] or not per_run[True]:
+        print("! no concurrent pass measured")
+        return False
+    off, on = statistics.median(per_run[False]), statistics.median(per_run[True])
+    print("telemetry on (traces to a loopback OTLP collector, metrics) against off")
+    print(f"  {'':<30} {'on':>10}   {'off':>10}   {'on/off':>8}")
+    print(
+        f"  {'server CPU per stream':<30} {on * 1000:7.2f} ms   {off * 1000:7.2f} ms   "
+        f"{on / off:7.3f}x"
+    )
+    for name, share in (("per token p50", 0.5), ("per token p99", 0.99)):
+        mine, base = pct(latency[True], share), pct(latency[False], share)
+        print(f"  {name:<30} {_cell(mine)}   {_cell(base)}   {mine / base:7.2f}x")
+    print(f"  ({sink.spans:,} spans reached the collector)")
+    more = on / off - 1
+    ok = more < TELEMETRY_CPU
+    print(
+        f"\ntarget: CPU per stream with telemetry on < +{TELEMETRY_CPU:.0%} ({more:+.1%}): "
+        f"{'met' if ok else 'MISSED'}"
+    )
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=100, help="concurrent streams")
+    parser.add_argument("--tokens", type=int, default=100, help="deltas per stream")
+    parser.add_argument("--interval", type=float, default=0.02, help="seconds between deltas")
+    parser.add_argument("--runs", type=int, default=20, help="one-stream runs per route")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat, alternating the order")
+    parser.add_argument("--ramp", type=float, default=0.5, help="seconds to spread starts over")
+    parser.add_argument("--only", choices=ROUTES, help="one route (e.g. to profile it)")
+    parser.add_argument("--client", choices=CLIENTS, default="raw", help="the load generator")
+    parser.add_argument("--throttle", default="100000/min", help="the server's API_THROTTLE_RATE")
+    parser.add_argument("--profile", metavar="FILE", help="write a sampled app-server profile")
+    parser.add_argument("--timeline", action="store_true", help="100 streams via app over time")
+    parser.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="the app alone with traces and metrics off, then on (per --rounds): CPU per stream",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="serve bench/openai_floor.py (a bare proxy) in the app's place",
+    )
+    args = parser.parse_args()
+    # The sampler lives in ``bench/relay_app.py`` (the real app; its model swap does not touch
+    # the ``openai`` endpoint this benchmark's profile uses).
+    app = "bench.relay_app:application" if args.profile else APP
+    if args.floor:
+        app = FLOOR
+    routes: list[Route] = [args.only] if args.only else list(ROUTES)
+    if args.telemetry:
+        return 0 if with_and_without_telemetry(args, app) else 1
+    ok, _ = serve(args, app, routes)
     if args.profile:
         print(f"\nserver profile written to {args.profile}")
     return 0 if ok else 1

@@ -14,7 +14,13 @@ clock, so ``client receive time - delta stamp`` is the latency the relay adds.
 Then the same again against the floor, ``daphne bench.relay_floor:application`` (a bare Channels
 consumer: one SQL statement per message, the model's deltas straight to the socket), on a fresh
 database of its own, and the app's figures beside the floor's with their ratios
-(``--no-floor`` skips it).
+(``--no-floor`` skips it). ``--durable`` adds the durable floor,
+``daphne bench.relay_floor:durable_application``: the bare one plus a transaction at each run's
+start (the user message and a ``Run`` row) and one at its end (the answer, the run settled).
+
+``--telemetry`` measures the app twice, with traces (to a loopback OTLP collector,
+``bench/otlp_sink.py``) and metrics both off, then both on, alternating over ``--rounds``, and
+sets the server's CPU per run side by side (target: under 5 % more with both on).
 
 ``--runs-on workers`` measures instead the app twice through the Redis channel layer: with
 runs in the web process, then with runs on ``--bench-workers`` Celery workers
@@ -46,15 +52,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from otlp_sink import Sink, telemetry_env
 from relay_clients import Client, Figures, close, connect, ms, pct, spread
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_P99 = 0.050
 APP = "bench.relay_app:application"
 FLOOR = "bench.relay_floor:application"  # the bare consumer the app is measured against
+# The least a durable run needs: a transaction at its start, one at its end (``--durable``).
+DURABLE = "bench.relay_floor:durable_application"
+DURABLE_TIMES = 2.0  # the app's run start and added p99 within this many times the durable's
 WORKER = "bench.relay_worker"  # the Celery app of ``--runs-on workers``
 FLOOR_ADDED = 1.5  # the app's added latency p99 within this many times the floor's
 FLOOR_START = 2.0  # the app's run start p99 within this many times the floor's
+TELEMETRY_CPU = 0.05  # ``--telemetry``: at most this much more server CPU per run, both on
 # A database number the test suite does not use. ``socket_timeout`` works around redis-py 8's
 # 5 s default, which equals channels_redis's 5 s BZPOPMIN and drops idle sockets (README).
 REDIS_URL = "redis://127.0.0.1:6379/13?socket_timeout=30"
@@ -266,6 +277,7 @@ class Summary:
     delivered: float = math.nan  # scenario 1: deltas/s, first stamp -> last frame
     added: tuple[float, float] = (math.nan, math.nan)  # scenario 2: p50, p99 (seconds)
     start: tuple[float, float] = (math.nan, math.nan)  # scenario 2: p50, p99 (seconds)
+    cpu: float = math.nan  # scenario 2: the servers' CPU seconds (every thread) per run
 
 
 async def throughput(port: int, cookie: str, ids: list[str], deltas: int) -> tuple[int, float]:
@@ -293,7 +305,7 @@ async def throughput(port: int, cookie: str, ids: list[str], deltas: int) -> tup
 
 async def concurrency(
     args: argparse.Namespace, servers: list[Server], cookie: str, ids: list[str]
-) -> Figures:
+) -> tuple[Figures, float]:
     count = round(args.rate * args.seconds)
     print(
         f"2. concurrency: {len(ids)} conversations x {count} deltas at {args.rate:g}/s "
@@ -330,7 +342,7 @@ async def concurrency(
         f"other threads {(rest1 - rest0) / elapsed:4.0%}, "
         f"clients {cpu_client / elapsed:4.0%} of a core ({elapsed:.1f} s wall)"
     )
-    return many
+    return many, (loop1 - loop0 + rest1 - rest0) / max(1, len(clients))
 
 
 def cpu(servers: list[Server]) -> tuple[float, float]:
@@ -360,7 +372,7 @@ async def scenarios(
     if args.deltas:
         summary.lost, summary.delivered = await throughput(port, cookie, ids[1:2], args.deltas)
     if args.conversations:
-        many = await concurrency(args, servers, cookie, ids[2:])
+        many, summary.cpu = await concurrency(args, servers, cookie, ids[2:])
         summary.lost += many.lost
         summary.added = (pct(many.latencies, 0.5), pct(many.latencies, 0.99))
         summary.start = (pct(many.starts, 0.5), pct(many.starts, 0.99))
@@ -413,7 +425,30 @@ def median_of(summaries: list[Summary]) -> Summary:
             middle([summary.start[0] for summary in summaries]),
             middle([summary.start[1] for summary in summaries]),
         ),
+        cpu=middle([summary.cpu for summary in summaries]),
     )
+
+
+def telemetry_cost(off: Summary, on: Summary, spans: int) -> bool:
+    """The app with traces and metrics on beside it with both off: CPU per run, latency."""
+    side_by_side(
+        "telemetry on (traces to a loopback OTLP collector, metrics) against off",
+        ("on", "off", "on/off"),
+        on,
+        off,
+    )
+    more = on.cpu / off.cpu - 1
+    print(
+        f"   {'server CPU per run':<22} {on.cpu * 1000:7.2f} ms   {off.cpu * 1000:7.2f} ms   "
+        f"{on.cpu / off.cpu:8.3f}x"
+    )
+    print(f"   ({spans:,} spans reached the collector)")
+    ok = more < TELEMETRY_CPU and on.lost == 0 and off.lost == 0
+    verdict = "met" if ok else "MISSED"
+    print(
+        f"\ntarget: CPU per run with telemetry on < +{TELEMETRY_CPU:.0%} ({more:+.1%}): {verdict}"
+    )
+    return ok
 
 
 def compare(app: Summary, floor: Summary, rounds: int = 1) -> bool:
@@ -443,6 +478,37 @@ def compare(app: Summary, floor: Summary, rounds: int = 1) -> bool:
     return all(met for _, met in checks)
 
 
+def against_durable(app: Summary, apps: list[Summary], durables: list[Summary]) -> bool:
+    """The app beside the durable floor (the medians, and each round's ratios)."""
+    for round_, (app_pass, durable) in enumerate(zip(apps, durables, strict=True)):
+        print(
+            f"round {round_ + 1}: run start p99 {app_pass.start[1] / durable.start[1]:.2f}x, "
+            f"added p99 {app_pass.added[1] / durable.added[1]:.2f}x the durable floor's"
+        )
+    floor = median_of(durables)
+    side_by_side(
+        "app against the durable floor (a transaction at each run's start and end)",
+        ("app", "durable", "app/durable"),
+        app,
+        floor,
+    )
+    checks = [
+        (
+            f"run start p99 <= {DURABLE_TIMES:g}x the durable floor's",
+            app.start[1] <= DURABLE_TIMES * floor.start[1],
+        ),
+        (
+            f"added latency p99 <= {DURABLE_TIMES:g}x the durable floor's",
+            app.added[1] <= DURABLE_TIMES * floor.added[1],
+        ),
+        ("nothing lost (app and durable floor)", app.lost == 0 and floor.lost == 0),
+    ]
+    print()
+    for name, met in checks:
+        print(f"target: {name}: {'met' if met else 'MISSED'}")
+    return all(met for _, met in checks)
+
+
 def beside(web: Summary, workers: Summary) -> bool:
     """Runs on workers beside runs in the web process (the same load, one after the other)."""
     side_by_side(
@@ -456,9 +522,16 @@ def beside(web: Summary, workers: Summary) -> bool:
     return ok
 
 
-def measure(args: argparse.Namespace, app: str, floor: bool, on_workers: bool = False) -> Summary:
+def measure(
+    args: argparse.Namespace,
+    app: str,
+    floor: bool,
+    on_workers: bool = False,
+    telemetry: tuple[bool, Sink] | None = None,
+) -> Summary:
     """One server's pass: a fresh database, the servers (and the workers running its runs,
-    ``on_workers``), both scenarios; the processes stopped."""
+    ``on_workers``), both scenarios; the processes stopped. ``telemetry``: traces and metrics
+    both on (to the sink) or both off."""
     query = f"?conn_max_age={args.conn_max_age}" if args.conn_max_age is not None else ""
     with tempfile.TemporaryDirectory(prefix="relay-") as workdir:
         password = secrets.token_urlsafe(16)
@@ -480,6 +553,8 @@ def measure(args: argparse.Namespace, app: str, floor: bool, on_workers: bool = 
             # One user holds every conversation: no per-user cap on replies at once.
             "ORKESTREL_MAX_RUNS_PER_USER": "0",
         }
+        if telemetry is not None:
+            env = telemetry_env(env, *telemetry)
         queue = f"orkestrel-relay-{secrets.token_hex(5)}"
         if on_workers:
             env.update(
@@ -559,12 +634,22 @@ def main() -> int:
         help="repeat app and floor, alternating which goes first; compare each figure's median",
     )
     parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="also the durable floor (a transaction per start and per end): app/durable ratios",
+    )
+    parser.add_argument(
         "--runs-on",
         choices=("web", "workers"),
         default="web",
         help="workers: the app with runs in the web process, then on Celery workers",
     )
     parser.add_argument("--bench-workers", type=int, default=2, help="Celery workers (2)")
+    parser.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="the app with traces and metrics off, then on (per --rounds): CPU per run",
+    )
     parser.add_argument(
         "--broker",
         default=os.environ.get("CELERY_BROKER_URL") or "redis://127.0.0.1:6379/12",
@@ -581,6 +666,8 @@ def main() -> int:
     )
     args = parser.parse_args()
 
+    if args.telemetry:
+        return 0 if with_and_without_telemetry(args) else 1
     if args.runs_on == "workers":
         # Frames cross processes either way: the layer is Redis for both passes.
         args.redis = True
@@ -591,6 +678,7 @@ def main() -> int:
         workers = measure(args, APP, floor=False, on_workers=True)
         return 0 if beside(web, workers) else 1
     passes = [("app", APP)] + ([] if args.no_floor else [("floor", FLOOR)])
+    passes += [("durable", DURABLE)] if args.durable else []
     summaries: dict[str, list[Summary]] = {kind: [] for kind, _ in passes}
     for round_ in range(args.rounds):
         # Rounds alternate which server goes first, so a machine getting busier or quieter
@@ -598,7 +686,7 @@ def main() -> int:
         for kind, app in passes if round_ % 2 == 0 else passes[::-1]:
             if len(passes) > 1 or args.rounds > 1:
                 print(f"== {kind}: daphne {app} (round {round_ + 1} of {args.rounds})\n")
-            summaries[kind].append(measure(args, app, floor=kind == "floor"))
+            summaries[kind].append(measure(args, app, floor=kind != "app"))
             gc.collect()  # the pass's clients, off the next pass's load generator
             if len(passes) > 1:
                 print()
@@ -609,9 +697,30 @@ def main() -> int:
                 f"run start p99 {app_pass.start[1] / floor_pass.start[1]:.2f}x the floor's"
             )
     app_summary = median_of(summaries["app"])
+    if "durable" in summaries:
+        durable_ok = against_durable(app_summary, summaries["app"], summaries["durable"])
+        if "floor" not in summaries:
+            return 0 if durable_ok else 1
     if "floor" in summaries:
         return 0 if compare(app_summary, median_of(summaries["floor"]), args.rounds) else 1
     return 0 if alone(app_summary) else 1
+
+
+def with_and_without_telemetry(args: argparse.Namespace) -> bool:
+    """The app with telemetry off and on, alternating over the rounds; medians compared."""
+    sink = Sink()
+    passes: dict[bool, list[Summary]] = {False: [], True: []}
+    try:
+        for round_ in range(args.rounds):
+            for on in (False, True) if round_ % 2 == 0 else (True, False):
+                state = "on" if on else "off"
+                print(f"== telemetry {state} (round {round_ + 1} of {args.rounds})\n")
+                passes[on].append(measure(args, APP, floor=False, telemetry=(on, sink)))
+                gc.collect()
+                print()
+    finally:
+        sink.close()
+    return telemetry_cost(median_of(passes[False]), median_of(passes[True]), sink.spans)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ form and ``/healthz`` the load generator uses), the socket ``ws/conversations/<i
 
 No run manager, no checkpoints or settle, no relay or pacing, no agent, no origin check, no
 frame validation beyond what the reply needs. Never import this module from the app.
+
+``durable_application`` (``DurableFloorConsumer``) is the least a *durable* run needs on this
+stack: per start one transaction storing the user message and a ``Run`` row (``running``), per
+end one transaction storing the answer and settling the run (``done``), each on the database
+thread in fixed SQL; the frames in between go straight to the socket as above.
 """
 
 from __future__ import annotations
@@ -35,18 +40,18 @@ django_asgi_app = get_asgi_application()
 
 from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.urls import path  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from agents.socket_auth import socket_auth_stack  # noqa: E402
 from bench.floor_model import StampedProvider  # noqa: E402
-from conversations.models import Conversation, Message  # noqa: E402
+from conversations.models import Conversation, Message, Run  # noqa: E402
 from orkestrel.core import AbortSignal, ContentDelta, ProviderResult  # noqa: E402
 from orkestrel.core import Message as KitMessage  # noqa: E402
 from orkestrel.db import in_thread  # noqa: E402
 
-__all__ = ["FloorConsumer", "application"]
+__all__ = ["DurableFloorConsumer", "FloorConsumer", "application", "durable_application"]
 
 MODEL = StampedProvider(None, "floor")
 RUNS = itertools.count(1)  # run ids: unique in this process, which is all a socket needs
@@ -54,7 +59,17 @@ ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 SIGNAL = AbortSignal()  # never fired: a run ends when its socket's task is cancelled
 
 
-def _insert_sql() -> str:
+def _literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _insert_sql(role: str = "user") -> str:
     message, conversation = Message._meta, Conversation._meta
     columns = {
         name: message.get_field(name).column
@@ -71,20 +86,86 @@ def _insert_sql() -> str:
     }
     columns["created"] = message.get_field("created").column
     quote = connection.ops.quote_name
+    # Any other column a blank message needs (the model grows): its default, as a literal.
+    rest = {
+        field.column: _literal(field.get_db_prep_save(field.get_default(), connection))
+        for field in message.concrete_fields
+        if field.column not in columns.values() and not field.primary_key and not field.null
+    }
     table, owner = quote(message.db_table), quote(conversation.get_field("owner").column)
-    names = ", ".join(quote(column) for column in columns.values())
+    names = ", ".join(quote(column) for column in [*columns.values(), *rest])
     of = quote(columns["conversation"])
     # One statement: the next position, the owner check and the row. ``c.id`` is the
     # conversation's primary key column, ``id`` in both backends.
     return (
         f"INSERT INTO {table} ({names}) "
         f"SELECT c.id, %s, COALESCE((SELECT MAX(m.{quote(columns['position'])}) FROM {table} m "
-        f"WHERE m.{of} = c.id), -1) + 1, 'user', %s, '', '', %s, %s "
+        f"WHERE m.{of} = c.id), -1) + 1, '{role}', %s, '', '', %s, %s"
+        + "".join(f", {value}" for value in rest.values())
+        + " "
         f"FROM {quote(conversation.db_table)} c WHERE c.id = %s AND c.{owner} = %s"
     )
 
 
 INSERT = _insert_sql()
+INSERT_ANSWER = _insert_sql("assistant")
+
+
+def _run_sql() -> tuple[str, str]:
+    run = Run._meta
+    quote = connection.ops.quote_name
+    column = {field.name: quote(field.column) for field in run.concrete_fields}
+    blank = ("stop_reason", "model", "response_model", "content", "thinking", "error", "holder")
+    zero = [name for name in column if name.startswith("usage_")]
+    names = ["conversation", "status", "events", "created", "started", *blank, *zero]
+    values = ["%s", "'running'", "'[]'", "%s", "%s", *("''" for _ in blank), *("0" for _ in zero)]
+    for field in run.concrete_fields:  # any column the model grew: its default, as a literal
+        if field.name not in names and not field.primary_key and not field.null:
+            names.append(field.name)
+            values.append(_literal(field.get_db_prep_save(field.get_default(), connection)))
+    insert = (
+        f"INSERT INTO {quote(run.db_table)} ({', '.join(column[name] for name in names)}) "
+        f"VALUES ({', '.join(values)}) RETURNING {column['id']}"
+    )
+    settle = (
+        f"UPDATE {quote(run.db_table)} SET {column['status']} = 'done', "
+        f"{column['content']} = %s, {column['finished']} = %s WHERE {column['id']} = %s"
+    )
+    return insert, settle
+
+
+INSERT_RUN, SETTLE_RUN = _run_sql()
+
+
+def _now() -> Any:
+    return Run._meta.get_field("created").get_db_prep_value(timezone.now(), connection)
+
+
+def open_run_here(user_id: int, conversation_id: str, message_id: str, text: str) -> int | None:
+    """One transaction: the user message and a running ``Run`` row; ``None`` unless the
+    conversation is the user's (then nothing is stored)."""
+    key = Conversation._meta.pk.get_db_prep_value(uuid.UUID(conversation_id), connection)
+    now = _now()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(INSERT, [message_id, text, False, now, key, user_id])
+        if cursor.rowcount != 1:
+            return None
+        cursor.execute(INSERT_RUN, [key, now, now])
+        return int(cursor.fetchone()[0])
+
+
+def settle_run_here(user_id: int, conversation_id: str, run_id: int, answer: str) -> None:
+    """One transaction: the answer stored and the run settled."""
+    key = Conversation._meta.pk.get_db_prep_value(uuid.UUID(conversation_id), connection)
+    now = _now()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(INSERT_ANSWER, [uuid.uuid4().hex, answer, False, now, key, user_id])
+        cursor.execute(SETTLE_RUN, [answer, now, run_id])
+
+
+# The same, as coroutines run on the database thread.
+open_run = in_thread(open_run_here)
+settle_run = in_thread(settle_run_here)
 
 
 @in_thread
@@ -135,12 +216,21 @@ class FloorConsumer(AsyncWebsocketConsumer):
             # A task, like the app's runs: the consumer keeps reading its socket meanwhile.
             self.task = asyncio.create_task(self.answer(frame["content"], frame.get("nonce")))
 
+    async def begin(self, message_id: str, content: str) -> int | None:
+        """Store what a start needs; the run's id, or ``None`` when refused."""
+        stored = await store_user_message(self.user_id, self.conversation_id, message_id, content)
+        return next(RUNS) if stored else None
+
+    async def end(self, run: int, answer: str) -> None:
+        """Store what an end needs (the bare floor: nothing)."""
+
     async def answer(self, content: str, nonce: str | None) -> None:
         message_id = uuid.uuid4().hex
-        if not await store_user_message(self.user_id, self.conversation_id, message_id, content):
+        run = await self.begin(message_id, content)
+        if run is None:
             await self.send_frame({"type": "error", "code": "forbidden", "message": "not yours"})
             return
-        run, seq = next(RUNS), 1
+        seq = 1
         message = {"id": message_id, "role": "user", "content": content}
         await self.send_frame(
             {"type": "started", "run": run, "seq": seq, "message": message, "nonce": nonce}
@@ -160,9 +250,20 @@ class FloorConsumer(AsyncWebsocketConsumer):
                 {"type": "error", "run": run, "code": "invalid", "message": str(error)}
             )
             return
+        await self.end(run, result.content)
         await self.send_frame(
             {"type": "finish", "run": run, "seq": seq + 1, "result": {"content": result.content}}
         )
+
+
+class DurableFloorConsumer(FloorConsumer):
+    """The floor with a durable run: a transaction at its start and one at its end."""
+
+    async def begin(self, message_id: str, content: str) -> int | None:
+        return await open_run(self.user_id, self.conversation_id, message_id, content)
+
+    async def end(self, run: int, answer: str) -> None:
+        await settle_run(self.user_id, self.conversation_id, run, answer)
 
 
 application = ProtocolTypeRouter(
@@ -170,6 +271,22 @@ application = ProtocolTypeRouter(
         "http": django_asgi_app,
         "websocket": socket_auth_stack(
             URLRouter([path("ws/conversations/<uuid:conversation_id>/", FloorConsumer.as_asgi())])
+        ),
+    }
+)
+
+durable_application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": socket_auth_stack(
+            URLRouter(
+                [
+                    path(
+                        "ws/conversations/<uuid:conversation_id>/",
+                        DurableFloorConsumer.as_asgi(),
+                    )
+                ]
+            )
         ),
     }
 )

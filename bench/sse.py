@@ -14,6 +14,9 @@ run's frames from that response. Websocket clients are ``bench/relay_clients.py`
    transport: added latency (arrival - the model's stamp), frames/s, nothing lost.
 
 Both transports' figures are printed side by side with their ratio (SSE / websocket).
+``--durable`` then runs scenario 3 over SSE against the durable floor (``bench/sse_floor.py``:
+a transaction per start and per end, the frames straight to the response) and prints the app
+beside it (app / durable).
 
 Run: ``.venv/bin/python bench/sse.py [--rounds 2] [--only sse] [--profile FILE]``
 (see ``bench/README.md``).
@@ -39,6 +42,8 @@ from relay_clients import Client, Figures, ms, pct, spread
 from sse_clients import Stream, close, open_stream
 
 TRANSPORTS = ("sse", "websocket")
+# The least a durable run over SSE needs (``--durable``): a transaction per start and per end.
+DURABLE = "bench.sse_floor:application"
 # ``relay.SETUP`` (the demo profile, a user, the conversations), then an API key for the user.
 SETUP = (
     relay.SETUP
@@ -295,8 +300,9 @@ def _merged(figures: list[Figures]) -> Figures:
     return merged
 
 
-def compare(results: dict[str, Result], transports: list[str]) -> None:
-    """Both transports side by side: SSE, websocket, SSE / websocket."""
+def compare(results: dict[str, Result], transports: list[str], ratio: str = "SSE / ws") -> None:
+    """Both transports side by side: SSE, websocket, SSE / websocket (or the app's SSE beside
+    the durable floor's: ``ratio`` names the last column)."""
 
     def rows() -> list[tuple[str, list[float], str]]:
         out: list[tuple[str, list[float], str]] = []
@@ -325,6 +331,7 @@ def compare(results: dict[str, Result], transports: list[str]) -> None:
             spans = {t: sum(results[t].spans) for t in transports}
             for name, values, unit in (
                 ("concurrent: run start p50", lambda t: pct(many[t].starts, 0.5), "ms"),
+                ("concurrent: run start p99", lambda t: pct(many[t].starts, 0.99), "ms"),
                 ("concurrent: added latency p50", lambda t: pct(many[t].latencies, 0.5), "ms"),
                 ("concurrent: added latency p99", lambda t: pct(many[t].latencies, 0.99), "ms"),
                 ("concurrent: frames/s", lambda t: many[t].frames / spans[t], "/s"),
@@ -342,7 +349,7 @@ def compare(results: dict[str, Result], transports: list[str]) -> None:
     print(
         f"{'':34}"
         + "".join(f"{t:>14}" for t in transports)
-        + ("   SSE / ws" if len(transports) == 2 else "")
+        + (f"   {ratio}" if len(transports) == 2 else "")
     )
     for name, values, unit in rows():
         cells = "".join(f"{_cell(v, unit):>14}" for v in values)
@@ -447,6 +454,52 @@ async def scenarios(bench: Bench, transports: list[str]) -> bool:
     return ok
 
 
+def against_durable(
+    args: argparse.Namespace, env: dict[str, str], workdir: Path, app: Bench
+) -> bool:
+    """Scenario 3 over SSE against the durable floor on the same database, after the app;
+    the two side by side with app / durable."""
+    server = relay.start_server(env, workdir, 1, DURABLE)
+    try:
+        print(f"\n== the durable floor: daphne {DURABLE} on 127.0.0.1:{server.port}\n")
+        floor = Bench(args, server, "", app.key, app.ids)
+
+        async def passes() -> None:
+            gc.disable()
+            await floor.run("sse", floor.take(1), 200, 0, 0)  # warm-up
+            for _ in range(args.rounds):
+                await asyncio.sleep(PAUSE)
+                await floor.concurrency("sse")
+
+        asyncio.run(passes())
+    finally:
+        server.stop()
+        log = server.log.read_text()
+        if "Error" in log:
+            kept = Path(tempfile.gettempdir()) / "sse-durable-server.log"
+            kept.write_text(log)
+            print(f"\nthe durable floor logged errors: see {kept}")
+    results = {"app": app.results["sse"], "durable": floor.results["sse"]}
+    print("SSE, the app against the durable floor (scenario 3)")
+    compare(results, ["app", "durable"], "app / durable")
+    mine, base = _merged(results["app"].many), _merged(results["durable"].many)
+    checks = [
+        (
+            "run start p99 <= 2x the durable floor's",
+            pct(mine.starts, 0.99) <= 2 * pct(base.starts, 0.99),
+        ),
+        (
+            "added latency p99 <= 2x the durable floor's",
+            pct(mine.latencies, 0.99) <= 2 * pct(base.latencies, 0.99),
+        ),
+        ("server threads (peak) <= 32", max(results["app"].threads) <= 32),
+        ("nothing lost (durable floor)", results["durable"].lost == 0),
+    ]
+    for name, met in checks:
+        print(f"target (SSE): {name}: {'met' if met else 'MISSED'}")
+    return all(met for _, met in checks)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50, help="first-token runs per transport")
@@ -461,6 +514,11 @@ def main() -> int:
     parser.add_argument("--throttle", default="100000/min", help="the server's API_THROTTLE_RATE")
     parser.add_argument("--database-url", default="", help="a scratch database (default: SQLite)")
     parser.add_argument("--profile", metavar="FILE", help="write a sampled server profile")
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="then scenario 3 over SSE against the durable floor (bench/sse_floor.py): ratios",
+    )
     args = parser.parse_args()
     transports = [args.only] if args.only else list(TRANSPORTS)
     per_round = len(transports) * (args.runs + (1 if args.deltas else 0) + args.conversations)
@@ -478,7 +536,11 @@ def main() -> int:
             "ORKESTREL_MAX_RUNS_PER_USER": "0",
             "RELAY_USER": f"sse-{secrets.token_hex(4)}",
             "RELAY_PASSWORD": password,
-            "RELAY_CONVERSATIONS": str(len(transports) + per_round * args.rounds),
+            "RELAY_CONVERSATIONS": str(
+                len(transports)
+                + per_round * args.rounds
+                + ((1 + args.conversations * args.rounds) if args.durable else 0)
+            ),
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
             "RELAY_CHECKPOINT_SECONDS": "",
         }
@@ -499,6 +561,8 @@ def main() -> int:
             ok = asyncio.run(scenarios(bench, transports))
         finally:
             server.stop()
+        if args.durable and args.conversations and "sse" in transports:
+            ok = against_durable(args, env, Path(workdir), bench) and ok
             log = server.log.read_text()
             if "Error" in log:
                 kept = Path(tempfile.gettempdir()) / "sse-server.log"

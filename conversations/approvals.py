@@ -18,8 +18,9 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from orkestrel.protocol import ApprovalPayload
+from orkestrel.refusals import Refusal
 
-from .models import AuthorityDecision, Run, ToolApproval
+from .models import AuthorityDecision, Question, Run, ToolApproval
 
 __all__ = [
     "ApprovalRefused",
@@ -35,11 +36,14 @@ __all__ = [
     "hold_calls",
     "pending_approvals",
     "ready_runs",
+    "run_ready",
     "take_decisions",
     "user_approvals",
 ]
 
 AWAITING = Run.Status.AWAITING_APPROVAL
+# A run paused on a question (``conversations.questions``) goes on the same way.
+PAUSED = (Run.Status.AWAITING_APPROVAL, Run.Status.AWAITING_INPUT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,8 @@ class Decided:
     reason: str
     by: str
     expired: bool = False
+    # The call's result without running it: a person's answer to the model's question.
+    answer: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +95,18 @@ class Outcome:
     ready: bool
 
 
-class ApprovalRefused(Exception):
+class ApprovalRefused(Refusal):
     """A decision that cannot be taken; ``code`` says why (``decided``, ``operator``, or
     ``invalid`` edited arguments)."""
+
+    _STATUS = {"decided": 409, "operator": 403, "invalid": 400}
 
     def __init__(self, code: Literal["decided", "operator", "invalid"], message: str) -> None:
         super().__init__(message)
         self.code = code
+        self.status_code = self._STATUS[code]
+        # Edited arguments that do not fit the tool are a field error.
+        self.field = "arguments" if code == "invalid" else None
 
 
 def approval_payload(row: ToolApproval) -> ApprovalPayload:
@@ -219,7 +230,7 @@ def decide(
         row.decided = timezone.now()
         row.save(update_fields=["status", "reason", "edited", "arguments", "decided_by", "decided"])
         _record(row, f"by {username}")
-        ready = _all_decided(row.run_id)
+        ready = run_ready(row.run_id)
         owner_id = Run.objects.filter(pk=row.run_id).values_list(
             "conversation__owner_id", flat=True
         )[0]
@@ -245,10 +256,13 @@ def _record(row: ToolApproval, by: str) -> None:
     )
 
 
-def _all_decided(run_id: int) -> bool:
-    return not ToolApproval.objects.filter(
-        run_id=run_id, status=ToolApproval.Status.PENDING
-    ).exists()
+def run_ready(run_id: int) -> bool:
+    """Whether nothing of the paused run waits any more: every held call decided, every
+    question answered (or expired)."""
+    return not (
+        ToolApproval.objects.filter(run_id=run_id, status=ToolApproval.Status.PENDING).exists()
+        or Question.objects.filter(run_id=run_id, status=Question.Status.PENDING).exists()
+    )
 
 
 def expire_due() -> int:
@@ -279,10 +293,11 @@ def ready_runs() -> list[tuple[int, str, int]]:
     decision in the admin, an expiry, a process that died in between).
     """
     undecided = ToolApproval.objects.filter(run=OuterRef("pk"), status="pending")
+    unanswered = Question.objects.filter(run=OuterRef("pk"), status="pending")
     return [
         (run_id, str(conversation_id), owner_id)
-        for run_id, conversation_id, owner_id in Run.objects.filter(status=AWAITING)
-        .filter(~Exists(undecided))
+        for run_id, conversation_id, owner_id in Run.objects.filter(status__in=PAUSED)
+        .filter(~Exists(undecided), ~Exists(unanswered))
         .values_list("pk", "conversation_id", "conversation__owner_id")
     ]
 
@@ -291,7 +306,7 @@ def take_decisions(run_id: int) -> list[Decided] | None:
     """Take the decisions of the paused run ``run_id`` and close it (its slot is then free);
     ``None`` when it is not paused (any more). ``ApprovalsPending`` when a call still waits.
     Call inside the transaction that opens the next run: a refusal must change nothing."""
-    if not Run.objects.filter(pk=run_id, status=AWAITING).update(status=Run.Status.DONE):
+    if not Run.objects.filter(pk=run_id, status__in=PAUSED).update(status=Run.Status.DONE):
         return None
     rows = list(
         ToolApproval.objects.select_for_update(of=("self",))

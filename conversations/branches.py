@@ -29,6 +29,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from orkestrel.protocol import BranchPayload
+from orkestrel.refusals import Refusal
 
 from .models import Branch, Conversation, Message, Run, Section
 
@@ -48,16 +49,25 @@ __all__ = [
 _START = -1
 
 
-class BranchBusy(RuntimeError):
+class BranchBusy(RuntimeError, Refusal):
     """A run is going on the conversation: choose another alternative once it settled."""
 
+    code = "busy"
+    status_code = 409
 
-class NoSuchBranch(LookupError):
+
+class NoSuchBranch(LookupError, Refusal):
     """No such message on the chosen branch of the live tail, or no such alternative."""
 
+    code = "not_found"
+    status_code = 404
 
-class NotBranchable(ValueError):
+
+class NotBranchable(ValueError, Refusal):
     """The message cannot be redone: not a user message (edit), or no turn of the live tail."""
+
+    code = "not_branchable"
+    status_code = 409
 
 
 @dataclass(frozen=True, slots=True)

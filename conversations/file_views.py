@@ -18,9 +18,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
+from orkestrel.document_reader import max_document_bytes
 from workspaces.services import MAX_TEXT_BYTES, image_mime, max_image_bytes
 
-from .attachments import attach_image
+from .attachments import attach_file
 from .files import list_files, read_file, read_image, upload_file
 from .models import Message
 from .services import get_conversation
@@ -108,13 +109,21 @@ def _wants_json(request: HttpRequest) -> bool:
     return "application/json" in request.headers.get("accept", "")
 
 
+def _too_large(refusal: ValidationError) -> bool:
+    """Whether ``refusal`` is of a file over its limit (``413``, not ``400``)."""
+    return any(
+        error.code == "too_large" for error in getattr(refusal, "error_dict", {}).get("file", [])
+    )
+
+
 @login_required
 @require_POST
 def workspace_upload(request: HttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
-    """Upload one text or image file (multipart field ``file``) into the workspace."""
+    """Upload one text, image or document file (multipart field ``file``) into the workspace
+    (a PDF or DOCX as the text file of its extracted text)."""
     # Refused on its declared length, before the body is read (a 64 MB upload was read
     # whole and then refused).
-    limit = max(MAX_TEXT_BYTES, max_image_bytes()) + MULTIPART_OVERHEAD
+    limit = max(MAX_TEXT_BYTES, max_image_bytes(), max_document_bytes()) + MULTIPART_OVERHEAD
     declared = request.META.get("CONTENT_LENGTH") or "0"
     if declared.isdigit() and int(declared) > limit:
         message = f"The upload is too large (the limit is {limit} bytes)."
@@ -130,7 +139,7 @@ def workspace_upload(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
     except ValidationError as exc:
         message = " ".join(exc.messages)
         if _wants_json(request):
-            return JsonResponse({"error": message}, status=400)
+            return JsonResponse({"error": message}, status=413 if _too_large(exc) else 400)
         messages.error(request, message)
     else:
         if _wants_json(request):
@@ -142,19 +151,20 @@ def workspace_upload(request: HttpRequest, conversation_id: uuid.UUID) -> HttpRe
 @login_required
 @require_POST
 def attachment_upload(request: HttpRequest, conversation_id: uuid.UUID) -> JsonResponse:
-    """Upload one image (multipart field ``file``) for the next message: ``{"attachment":
-    {id, mime, size}}``; the ``send`` frame names it in ``attachments``."""
-    limit = max_image_bytes() + MULTIPART_OVERHEAD
+    """Upload one image or document (multipart field ``file``) for the next message:
+    ``{"attachment": {id, mime, size}}`` (a document's adds ``name``, ``pages``, ``preview``);
+    the ``send`` frame names it in ``attachments``."""
+    largest = max(max_image_bytes(), max_document_bytes())
     declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isdigit() and int(declared) > limit:
-        return JsonResponse(
-            {"error": f"The image is larger than {max_image_bytes()} bytes."}, status=413
-        )
+    if declared.isdigit() and int(declared) > largest + MULTIPART_OVERHEAD:
+        return JsonResponse({"error": f"The file is larger than {largest} bytes."}, status=413)
     upload = request.FILES.get("file")
     try:
         if upload is None:
-            raise ValidationError({"file": "Choose an image to attach."})
-        info = attach_image(user=request.user, conversation_id=conversation_id, upload=upload)
+            raise ValidationError({"file": "Choose an image or a document to attach."})
+        info = attach_file(user=request.user, conversation_id=conversation_id, upload=upload)
     except ValidationError as exc:
-        return JsonResponse({"error": " ".join(exc.messages)}, status=400)
+        return JsonResponse(
+            {"error": " ".join(exc.messages)}, status=413 if _too_large(exc) else 400
+        )
     return JsonResponse({"attachment": info}, status=201)

@@ -15,6 +15,7 @@ from typing import Any, cast
 from django.db import transaction
 
 from orkestrel.core import ConversationSnapshot
+from orkestrel.refusals import Refusal
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
 
@@ -29,10 +30,13 @@ FORK_SUFFIX = " (fork)"
 TITLE_MAX = 200
 
 
-class ForkBusy(RuntimeError):
+class ForkBusy(RuntimeError, Refusal):
     """The source conversation has a run going, or paused for a person's approval: fork it
     once the answer is in (a paused run's held calls have placeholder results that only
     their approvals, which stay with the source, can decide)."""
+
+    code = "busy"
+    status_code = 409
 
 
 def cut_snapshot(snapshot: ConversationSnapshot, message_id: str) -> dict[str, Any]:
@@ -76,9 +80,16 @@ def fork_conversation(*, user: User, conversation_id: str, message_id: str) -> C
     going = set(
         Run.objects.filter(
             conversation=source,
-            status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.AWAITING_APPROVAL),
+            status__in=(
+                Run.Status.QUEUED,
+                Run.Status.RUNNING,
+                Run.Status.AWAITING_APPROVAL,
+                Run.Status.AWAITING_INPUT,
+            ),
         ).values_list("status", flat=True)
     )
+    if Run.Status.AWAITING_INPUT in going:
+        raise ForkBusy("the agent waits for your answer to its question: answer it first")
     if Run.Status.AWAITING_APPROVAL in going:
         raise ForkBusy("a tool call in this conversation waits for your approval: decide it first")
     if going:

@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q, QuerySet
 
-from orkestrel.core.messages import MessageRole, is_tool_call, to_outcome
+from orkestrel.core.messages import MessageRole, create_message, is_tool_call, to_outcome
 from orkestrel.core.usage import TokenUsage
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Conversation",
     "Message",
     "PendingMessage",
+    "Question",
     "Response",
     "Run",
     "Section",
@@ -43,7 +44,16 @@ __all__ = [
 ID_LENGTH = 255
 # Spelled out at module level: a ``Meta`` body cannot see its model's nested choices.
 _ROLES = sorted(get_args(MessageRole))
-_STATUSES = ["queued", "running", "done", "partial", "error", "interrupted", "awaiting_approval"]
+_STATUSES = [
+    "queued",
+    "running",
+    "done",
+    "partial",
+    "error",
+    "interrupted",
+    "awaiting_approval",
+    "awaiting_input",
+]
 # Costs in USD: up to ten billion dollars, to a hundred-millionth of a cent (a token at the
 # cheapest prices costs about 1e-8 dollars).
 COST_DIGITS = 20
@@ -319,6 +329,14 @@ class Message(models.Model):
     content = models.TextField("content", blank=True)
     calls = models.JSONField("tool calls", null=True, blank=True)
     images = models.JSONField("images", null=True, blank=True, help_text="Base64 strings.")
+    documents = models.JSONField(
+        "documents",
+        null=True,
+        blank=True,
+        help_text="Documents the user attached: {name, mime, data (base64), size, texts, pages}.",
+    )
+    # The documents' text once more, as a column search can match (the JSON escapes it).
+    document_text = models.TextField("document text", blank=True, editable=False)
     tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH, blank=True)
     outcome = models.JSONField(
         "outcome",
@@ -396,6 +414,11 @@ class Message(models.Model):
             isinstance(self.images, list) and all(isinstance(image, str) for image in self.images)
         ):
             errors["images"] = "Images must be a list of base64 strings."
+        if self.documents is not None:
+            try:
+                create_message({"role": self.role, "documents": self.documents})
+            except (TypeError, ValueError) as error:
+                errors["documents"] = str(error)
         if self.outcome is not None:
             try:
                 to_outcome(self.outcome)
@@ -417,6 +440,7 @@ class Message(models.Model):
             self.images,
             self.tool_call_id,
             self.outcome,
+            self.documents,
         )
 
 
@@ -428,6 +452,7 @@ def message_dict(
     images: list[str] | None,
     tool_call_id: str,
     outcome: dict[str, Any] | None = None,
+    documents: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A kit message dict from column values; absent optional fields are omitted, as the kit's."""
     data: dict[str, Any] = {"id": id, "role": role, "content": content}
@@ -439,6 +464,8 @@ def message_dict(
         data["tool_call_id"] = tool_call_id
     if outcome is not None:
         data["outcome"] = outcome
+    if documents is not None:
+        data["documents"] = documents
     return data
 
 
@@ -453,6 +480,7 @@ class Run(models.Model):
         ERROR = "error", "error"
         INTERRUPTED = "interrupted", "interrupted"
         AWAITING_APPROVAL = "awaiting_approval", "awaiting approval"
+        AWAITING_INPUT = "awaiting_input", "awaiting input"
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="runs", verbose_name="conversation"
@@ -522,10 +550,12 @@ class Run(models.Model):
         indexes = [models.Index(fields=["status"], name="conv_run_status_idx")]
         constraints = [
             # One run at a time per conversation, across every process: the run slot. A run
-            # that waits for a person's approval holds it too, until it goes on.
+            # that waits for a person's approval (or answer) holds it too, until it goes on.
             models.UniqueConstraint(
                 fields=["conversation"],
-                condition=Q(status__in=("queued", "running", "awaiting_approval")),
+                condition=Q(
+                    status__in=("queued", "running", "awaiting_approval", "awaiting_input")
+                ),
                 name="conv_run_one_active",
             ),
             models.CheckConstraint(
@@ -732,6 +762,70 @@ class ToolApproval(models.Model):
         return f"{self.tool_name} ({self.status})"
 
 
+class Question(models.Model):
+    """A question the model asked the user (its ``ask_user`` tool), and the answer.
+
+    The run that asked settled as ``awaiting_input``; once the question is answered (or its
+    time ran out), the next run gives the model the answer as the call's result and goes on.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        ANSWERED = "answered", "answered"
+        EXPIRED = "expired", "expired"
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="questions", verbose_name="run"
+    )
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="questions",
+        verbose_name="conversation",
+    )
+    tool_call_id = models.CharField("tool call id", max_length=ID_LENGTH)
+    text = models.TextField("question")
+    choices = models.JSONField("choices", default=list, blank=True)
+    free_text = models.BooleanField(
+        "free text", default=True, help_text="Whether an answer outside the choices is taken."
+    )
+    status = models.CharField(
+        "status", max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    answer = models.TextField("answer", blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name="answered by",
+    )
+    answered = models.DateTimeField("answered", null=True, blank=True)
+    # Set once the next run took the answer (gave it to the model).
+    applied = models.BooleanField("applied", default=False)
+    expires = models.DateTimeField("expires", null=True, blank=True)
+    created = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "question"
+        verbose_name_plural = "questions"
+        ordering = ["created", "pk"]
+        indexes = [models.Index(fields=["status", "applied"], name="conv_question_open_idx")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "tool_call_id"], name="conv_question_call_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=("pending", "answered", "expired")),
+                name="conv_question_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.text[:60]} ({self.status})"
+
+
 class Attachment(models.Model):
     """An image uploaded over HTTP for the next message, until a ``send`` frame takes it.
 
@@ -746,9 +840,13 @@ class Attachment(models.Model):
         related_name="attachments",
         verbose_name="conversation",
     )
-    data = models.TextField("data", help_text="The image, base64.")
-    mime = models.CharField("MIME type", max_length=32)
+    data = models.TextField("data", help_text="The image or document, base64.")
+    mime = models.CharField("MIME type", max_length=100)
     size = models.PositiveIntegerField("size (bytes)")
+    # A document's (an image has neither): its file name, and its text page by page.
+    name = models.CharField("file name", max_length=255, blank=True)
+    texts = models.JSONField("text", null=True, blank=True, help_text="A document's, by page.")
+    pages = models.PositiveIntegerField("pages", null=True, blank=True)
     created = models.DateTimeField("created", auto_now_add=True)
 
     class Meta:
@@ -812,6 +910,9 @@ class PendingMessage(models.Model):
     )
     content = models.TextField("content", blank=True)
     images = models.JSONField("images", default=list, blank=True, help_text="Base64 strings.")
+    documents = models.JSONField(
+        "documents", default=list, blank=True, help_text="As a message's documents."
+    )
     nonce = models.CharField("nonce", max_length=200, blank=True)
     created = models.DateTimeField("created", auto_now_add=True)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from orkestrel.core import Message, mint_id
+from orkestrel.core.documents import Document, to_document
 from orkestrel.protocol import PendingPayload
+from orkestrel.refusals import Refusal
 from orkestrel.statements import Query, prep
 
 from .models import Conversation, PendingMessage
@@ -39,8 +41,11 @@ def _payload(row: PendingMessage) -> PendingPayload:
 MAX_PENDING = 50
 
 
-class PendingFull(RuntimeError):
+class PendingFull(RuntimeError, Refusal):
     """The conversation already has ``MAX_PENDING`` messages waiting."""
+
+    code = "too_many_pending"
+    status_code = 429
 
 
 # Fixed SQL (``orkestrel.statements``): every run asks as it ends.
@@ -64,7 +69,12 @@ def pending_list(conversation_id: Any) -> list[PendingPayload]:
 
 
 def queue_pending(
-    user_id: int, conversation_id: str, content: str, images: tuple[str, ...], nonce: str | None
+    user_id: int,
+    conversation_id: str,
+    content: str,
+    images: tuple[str, ...],
+    nonce: str | None,
+    documents: tuple[Document, ...] = (),
 ) -> list[PendingPayload]:
     """Queue a message on the user's conversation (``LookupError`` if not theirs); the list."""
     if not Conversation.objects.filter(pk=conversation_id, owner_id=user_id).exists():
@@ -72,7 +82,11 @@ def queue_pending(
     if PendingMessage.objects.filter(conversation_id=conversation_id).count() >= MAX_PENDING:
         raise PendingFull(f"{MAX_PENDING} messages are waiting already; wait for the answer")
     PendingMessage.objects.create(
-        conversation_id=conversation_id, content=content, images=list(images), nonce=nonce or ""
+        conversation_id=conversation_id,
+        content=content,
+        images=list(images),
+        documents=[document.to_dict() for document in documents],
+        nonce=nonce or "",
     )
     return pending_list(conversation_id)
 
@@ -95,4 +109,5 @@ def merged(rows: list[PendingMessage]) -> Message | None:
         return None
     text = "\n\n".join(row.content for row in rows if row.content)
     images = tuple(image for row in rows for image in (row.images or []))
-    return Message(mint_id(), "user", text, images=images or None)
+    documents = tuple(to_document(document) for row in rows for document in (row.documents or []))
+    return Message(mint_id(), "user", text, images=images or None, documents=documents or None)

@@ -17,7 +17,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, When
 from django.http import Http404
 from django.utils.html import escape
 
@@ -26,11 +26,13 @@ from orkestrel import protocol
 from orkestrel.core import THINKING_LEVELS, estimate_messages
 from orkestrel.core import Conversation as KitConversation
 from orkestrel.protocol import (
+    AnsweredPayload,
     ApprovalPayload,
     BranchPayload,
     ContextPayload,
     MessagePayload,
     PendingPayload,
+    QuestionPayload,
     SectionPayload,
     UsagePayload,
     context_payload,
@@ -38,11 +40,14 @@ from orkestrel.protocol import (
 )
 from workspaces.models import Workspace
 
+from .answered import answered_by
 from .approvals import decided_approvals, pending_approvals
 from .branches import branch_points
+from .documents import document_payloads
 from .models import AuthorityDecision, Conversation, Message, Run, Section
 from .owned import owned_conversation
 from .pending import pending_list
+from .questions import pending_questions
 from .render_pool import render_all
 from .rendering import render_markdown
 
@@ -59,6 +64,8 @@ __all__ = [
     "fill_tool_results",
     "model_choices",
     "default_profile",
+    "conversation_profile",
+    "effective_profile",
     "delete_conversation",
     "enabled_profiles",
     "get_conversation",
@@ -92,7 +99,9 @@ class ConversationState(TypedDict):
     approvals: list[ApprovalPayload]
     decisions: dict[str, ApprovalPayload]
     branches: list[BranchPayload]
+    questions: list[QuestionPayload]
     earlier: int
+    models: dict[str, AnsweredPayload]
 
 
 # -- ownership -------------------------------------------------------------------------------
@@ -133,6 +142,29 @@ def default_profile(user: User | int | None) -> AgentProfile | None:
     return enabled_profiles(user).first()
 
 
+def effective_profile(conversation: Conversation) -> AgentProfile | None:
+    """The profile ``conversation`` runs on: its own while enabled and open to its owner,
+    else the owner's default."""
+    return _effective_profile(conversation)
+
+
+def conversation_profile(user_id: int, conversation_id: str) -> str | None:
+    """The slug of the profile the user's conversation runs on (its own while enabled and
+    open to them, else their default); ``None`` for a conversation that is not theirs."""
+    try:
+        conversation = (
+            Conversation.objects.select_related("profile")
+            .filter(pk=conversation_id, owner_id=user_id)
+            .first()
+        )
+    except ValidationError:
+        return None  # not a conversation id at all
+    if conversation is None:
+        return None
+    profile = _effective_profile(conversation)
+    return profile.slug if profile is not None else None
+
+
 def _effective_profile(conversation: Conversation) -> AgentProfile | None:
     profile = conversation.profile
     if (
@@ -164,11 +196,18 @@ def list_conversations(*, user: User, query: str = "") -> QuerySet[Conversation]
     )
     query = query.strip()
     if query:
-        matching = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=query)
-        # ``matched``: the first message that matches (``search_snippet`` cuts it), or ``None``
-        # when only the title does.
+        # A document's text matches as a message's does (``Message.document_text``).
+        matching = Message.objects.filter(
+            Q(content__icontains=query) | Q(document_text__icontains=query),
+            conversation=OuterRef("pk"),
+        )
+        # ``matched``: the first message that matches (``search_snippet`` cuts it; its document's
+        # text when the match is there), or ``None`` when only the title does.
+        shown = Case(When(content__icontains=query, then=F("content")), default=F("document_text"))
         conversations = conversations.filter(Q(title__icontains=query) | Exists(matching)).annotate(
-            matched=Subquery(matching.order_by("position").values("content")[:1])
+            matched=Subquery(
+                matching.order_by("position").annotate(shown=shown).values("shown")[:1]
+            )
         )
     return conversations
 
@@ -277,13 +316,14 @@ def fill_tool_results(conversation_id: str, results: Mapping[str, str], pending:
 
 def model_choices(user: User | int | None) -> list[str]:
     """The ``<endpoint>/<model>`` a conversation of ``user`` may choose: the model of every
-    profile they may use and each model its endpoint lists, in profile order."""
+    profile they may use and each model its endpoint lists, in profile order (a disabled
+    endpoint's none)."""
     choices: dict[str, None] = {}
     profiles = list(enabled_profiles(user))
     endpoints = {
         endpoint.name: endpoint
         for endpoint in ProviderEndpoint.objects.filter(
-            name__in={profile.endpoint_name for profile in profiles}
+            name__in={profile.endpoint_name for profile in profiles}, enabled=True
         )
     }
     for profile in profiles:
@@ -400,6 +440,7 @@ def message_payload(message: Message, html: str | None = None) -> MessagePayload
         images_count=len(message.images or ()),
         thinking=message.thinking,
         thinking_ms=message.thinking_ms,
+        documents=document_payloads(message.documents),
     )
 
 
@@ -460,8 +501,9 @@ def _page_start(rows: list[Message], limit: int) -> int:
 def earlier_messages(
     *, user: User, conversation_id: uuid.UUID | str, before: str, limit: int = LIVE_PAGE
 ) -> dict[str, Any]:
-    """The page of live messages before message ``before`` (``Http404`` if unknown), and how
-    many earlier ones remain: ``{"messages": [...], "earlier": n}``."""
+    """The page of live messages before message ``before`` (``Http404`` if unknown), how many
+    earlier ones remain and which model wrote its answers: ``{"messages", "earlier",
+    "models"}``."""
     conversation = get_conversation(user=user, conversation_id=conversation_id)
     live = Message.objects.filter(conversation=conversation, section__isnull=True)
     anchor = live.filter(message_id=before).values_list("position", flat=True).first()
@@ -474,6 +516,7 @@ def earlier_messages(
     return {
         "messages": [message_payload(row, html.messages.get(row.pk, "")) for row in page],
         "earlier": start,
+        "models": answered_by(conversation.pk, page),
     }
 
 
@@ -601,6 +644,8 @@ def conversation_state(*, user: User, conversation_id: uuid.UUID | str) -> Conve
         "pending": list(pending_list(conversation.pk)),
         "approvals": pending_approvals(str(conversation.pk)),
         "decisions": decided_approvals(str(conversation.pk)),
+        "questions": pending_questions(str(conversation.pk)),
         "branches": branch_points(conversation.pk, rows, folded=bool(sections)),
         "earlier": start,
+        "models": answered_by(conversation.pk, rows[start:]),
     }

@@ -41,6 +41,7 @@ _MESSAGE_COLUMNS = (
     "images",
     "tool_call_id",
     "outcome",
+    "documents",
 )
 
 
@@ -147,6 +148,7 @@ class DjangoConversationStore:
                 row.images,
                 row.tool_call_id,
                 row.outcome,
+                row.documents,
             )
         )
         return snapshot
@@ -204,6 +206,7 @@ class DjangoConversationStore:
                     row.images,
                     row.tool_call_id,
                     row.outcome,
+                    row.documents,
                 )
                 for row in rows
             ],

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from orkestrel.core.documents import to_document
 from orkestrel.protocol import TakenAttachmentPayload
 
-from .attachments import reattach
+from .attachments import reattach, reattach_documents
 from .models import Conversation
 from .pending import take_pending
 
@@ -38,5 +39,13 @@ def pop_pending(user_id: int, conversation_id: str) -> Taken:
             {**image, "message": index}
             for index, row in enumerate(rows)
             for image in reattach(conversation_id, row.images or ())
+        ]
+        # Their documents too, each after its message's images: nothing taken back is lost.
+        attachments += [
+            {**document, "message": index}
+            for index, row in enumerate(rows)
+            for document in reattach_documents(
+                conversation_id, [to_document(value) for value in row.documents or ()]
+            )
         ]
         return Taken([row.content for row in rows], attachments)

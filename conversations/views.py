@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents.models import PromptTemplate
 from orkestrel.core import THINKING_LEVELS
+from orkestrel.document_reader import max_document_bytes, max_document_pages
 from workspaces.services import MAX_TEXT_BYTES, max_image_bytes
 
 from .files import list_files
@@ -135,6 +136,8 @@ def conversation_chat(request: HttpRequest, conversation_id: uuid.UUID) -> HttpR
         "rename_form": RenameConversationForm(initial={"title": conversation.title}),
         "max_text_bytes": MAX_TEXT_BYTES,
         "max_image_bytes": max_image_bytes(),
+        "max_document_bytes": max_document_bytes(),
+        "max_document_pages": max_document_pages(),
         "max_message_chars": getattr(settings, "ORKESTREL", {}).get("MAX_MESSAGE_CHARS", 100_000),
         "model_choices": model_choices(request.user.pk),
         "thinking_levels": THINKING_LEVELS,

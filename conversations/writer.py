@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from orkestrel.core.conversation_store import ConversationSnapshot
+from orkestrel.core.documents import documents_text
 from orkestrel.core.messages import MessageInput, create_message, message_to_dict
 from orkestrel.db import ascending, chunked
 from orkestrel.statements import Query, field_of, insert, prep, update
@@ -356,7 +357,8 @@ def new_message_row(
     key: uuid.UUID, section: Section | None, position: int, value: MessageInput
 ) -> Message:
     """An unsaved row for a kit message (or its dict), normalized as ``message_to_dict`` emits."""
-    data = message_to_dict(create_message(value))
+    message = create_message(value)
+    data = message_to_dict(message)
     return Message(
         conversation_id=key,
         section=section,
@@ -368,6 +370,8 @@ def new_message_row(
         images=data.get("images"),
         tool_call_id=data.get("tool_call_id") or "",
         outcome=data.get("outcome"),
+        documents=data.get("documents"),
+        document_text=documents_text(message.documents),
     )
 
 

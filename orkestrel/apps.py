@@ -1,8 +1,13 @@
-"""The project package as an app: its system checks (``orkestrel.checks``)."""
+"""The project package as an app: its system checks (``orkestrel.checks``), and its telemetry
+switched on from the environment in every process that sets Django up (web and workers)."""
 
 from __future__ import annotations
 
+import os
+
 from django.apps import AppConfig
+
+from .telemetry.tracing import configure
 
 
 class OrkestrelConfig(AppConfig):
@@ -14,3 +19,5 @@ class OrkestrelConfig(AppConfig):
     def ready(self) -> None:
         # Registering checks on import is Django's way, as for signal handlers.
         from . import checks  # noqa: F401
+
+        configure(os.environ)

@@ -4,8 +4,8 @@ Start a worker with ``celery -A orkestrel worker`` (Celery finds this module's `
 package's ``__init__`` does not import this module, as Celery's template has it: importing
 ``orkestrel.core`` (the kit) must not load Celery or Django. Nothing needs it to: the project's
 tasks are declared on this app (not with ``shared_task``), and web processes send jobs and runs
-by the tasks' names. Task modules are found in the installed apps, and in ``agents.jobs`` and
-``agents.runs``, when the worker starts.
+by the tasks' names. Task modules are found in the installed apps, and in ``agents.jobs``,
+``agents.runs`` and ``agents.schedules``, when the worker starts.
 
 ``WorkerLoop`` is what every task of a worker process shares: one asyncio event loop in a
 thread of its own. Jobs and runs wait on model servers, not on the CPU, so one loop carries
@@ -33,7 +33,7 @@ app = Celery("orkestrel")
 # Read lazily, at the app's first use: every ``CELERY_<NAME>`` Django setting is ``<name>``.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-app.autodiscover_tasks(["agents.jobs", "agents.runs"])
+app.autodiscover_tasks(["agents.jobs", "agents.runs", "agents.schedules"])
 
 
 class WorkerPart(Protocol):

@@ -24,6 +24,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from django.conf import settings
 
 from orkestrel.core import AgentResult, TokenUsage, ToolCall, ToolResult
+from orkestrel.refusals import Refusal
 
 __all__ = [
     "APPROVAL_DECISIONS",
@@ -35,11 +36,13 @@ __all__ = [
     "AbortFrame",
     "BranchPayload",
     "BranchesFrame",
+    "DocumentPayload",
     "BlockEndFrame",
     "BlockStartFrame",
     "ApprovalFrame",
     "ApprovalPayload",
     "ClientAbort",
+    "ClientAnswer",
     "ClientApprove",
     "ClientCompact",
     "ClientEdit",
@@ -57,6 +60,8 @@ __all__ = [
     "NoticeFrame",
     "PendingFrame",
     "PendingPayload",
+    "QuestionFrame",
+    "QuestionPayload",
     "TakenAttachmentPayload",
     "WaitFrame",
     "FinishFrame",
@@ -67,7 +72,9 @@ __all__ = [
     "RequestErrorFrame",
     "RequestStartFrame",
     "ResultPayload",
+    "AnsweredPayload",
     "RunSnapshot",
+    "RunningPayload",
     "SectionPayload",
     "ServerFrame",
     "SkillsFrame",
@@ -134,6 +141,18 @@ class MessagePayload(TypedDict):
     images_count: int
     thinking: str
     thinking_ms: int | None
+    documents: list[DocumentPayload]
+
+
+class DocumentPayload(TypedDict):
+    """A document on a user message as the transcript shows it: ``pages`` is a PDF's page
+    count (``None`` for other formats), ``preview`` the start of its first page's text."""
+
+    name: str
+    mime: str
+    size: int
+    pages: int | None
+    preview: str
 
 
 class SectionPayload(TypedDict):
@@ -186,14 +205,33 @@ class ToolPayload(TypedDict):
     display: Any
 
 
+class AnsweredPayload(TypedDict):
+    """The model that wrote an answer: ``model`` as called (``<endpoint>/<model>``) and
+    ``response_model`` as the provider reported it (``""`` when it named none)."""
+
+    model: str
+    response_model: str
+
+
+class RunningPayload(TypedDict):
+    """A tool call still running: ``elapsed`` seconds so far, ``display`` its card's latest
+    ``tool_progress`` (``None`` before any)."""
+
+    call: dict[str, Any]
+    elapsed: float
+    display: Any
+
+
 class RunSnapshot(TypedDict):
-    """A run's in-flight answer as of ``seq``: a client joining mid-run starts from here."""
+    """A run's in-flight answer as of ``seq``: a client joining mid-run starts from here
+    (``running``: the calls still running, with their progress)."""
 
     id: int
     seq: int
     content: str
     thinking: str
     tools: list[ToolPayload]
+    running: list[RunningPayload]
 
 
 class PendingPayload(TypedDict):
@@ -214,6 +252,10 @@ class TakenAttachmentPayload(TypedDict):
     mime: str
     size: int
     message: int
+    # A document's (``DocumentPayload``'s fields): an image has none of them.
+    name: NotRequired[str]
+    pages: NotRequired[int | None]
+    preview: NotRequired[str]
 
 
 class ApprovalPayload(TypedDict):
@@ -257,6 +299,9 @@ class ResultPayload(TypedDict):
     partial: bool
     stop: str
     reason: NotRequired[str | None]
+    # Which model answered (a chat run's ``finish``): as called, and as the provider reported.
+    model: NotRequired[str]
+    response_model: NotRequired[str]
 
 
 def message_payload(
@@ -270,6 +315,7 @@ def message_payload(
     images_count: int = 0,
     thinking: str = "",
     thinking_ms: int | None = None,
+    documents: list[DocumentPayload] | None = None,
 ) -> MessagePayload:
     """The one shape of a message on the wire."""
     return {
@@ -282,6 +328,7 @@ def message_payload(
         "images_count": images_count,
         "thinking": thinking,
         "thinking_ms": thinking_ms if thinking else None,
+        "documents": documents or [],
     }
 
 
@@ -347,6 +394,27 @@ def _jsonable(value: Any) -> Any:
 
 # -- server frames ----------------------------------------------------------------------------
 
+
+class QuestionPayload(TypedDict):
+    """A question the model asked the user (its ``ask_user`` tool; ``status``: pending,
+    answered, expired); ``choices`` may be empty, ``free_text`` says whether an answer outside
+    them is taken."""
+
+    id: int
+    call_id: str
+    question: str
+    choices: list[str]
+    free_text: bool
+    status: str
+    answer: str | None
+    run: int
+    conversation: str
+    created: str
+    expires: str | None
+    answered: str | None
+    answered_by: str | None
+
+
 # Every frame of a run carries the run's id and its sequence number (1, 2, ... without gaps);
 # frames outside a run (``state``, a refusal, a manual compaction) carry ``None``.
 
@@ -377,6 +445,11 @@ class StateFrame:
     # The branch points of the live tail (regenerated answers, edited messages), in order.
     branches: list[BranchPayload]
     run: RunSnapshot | None
+    # Questions the model asked that wait for the user's answer.
+    questions: list[QuestionPayload] = dataclasses.field(default_factory=list)
+    # Which model wrote each answer of ``messages``, by message id (answers of no known run
+    # are absent).
+    models: dict[str, AnsweredPayload] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -618,6 +691,19 @@ class ApprovalFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionFrame:
+    """The conversation's questions that wait for the user's answer, to every tab: sent when a
+    run pauses on them (``ask_user``) and after each answer; ``answered`` is the one just
+    answered."""
+
+    type: Literal["question"] = "question"
+    run: None = None
+    seq: None = None
+    questions: list[QuestionPayload]
+    answered: QuestionPayload | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillsFrame:
     """The skills active in the conversation (by name, in activation order), to every tab:
     sent when one activates (``/skill name``, or the model's ``skills`` tool)."""
@@ -675,6 +761,12 @@ class ErrorFrame:
     run: int | None = None
     seq: int | None = None
 
+    @classmethod
+    def refusing(cls, refusal: Refusal) -> ErrorFrame:
+        """The websocket's answer to a refusal: its code and message (at most 500 characters:
+        a failed start's names the configuration at fault, never a whole upstream body)."""
+        return cls(code=refusal.code, message=str(refusal)[:500])
+
 
 ServerFrame = (
     StateFrame
@@ -700,6 +792,7 @@ ServerFrame = (
     | NoticeFrame
     | PendingFrame
     | ApprovalFrame
+    | QuestionFrame
     | BranchesFrame
     | SkillsFrame
     | ErrorFrame
@@ -728,6 +821,7 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "notice": NoticeFrame,
     "pending": PendingFrame,
     "approval": ApprovalFrame,
+    "question": QuestionFrame,
     "branches": BranchesFrame,
     "skills": SkillsFrame,
     "error": ErrorFrame,
@@ -812,6 +906,16 @@ class ClientApprove:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClientAnswer:
+    """Answer a question the model asked (``id``): one of its choices, or free text where
+    allowed."""
+
+    type: Literal["answer"] = "answer"
+    id: int
+    answer: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClientRegenerate:
     """Answer a turn again (``message``: its user message or one of its answer's): a new
     alternative; the earlier answer stays reachable."""
@@ -853,6 +957,7 @@ ClientFrame = (
     | ClientCompact
     | ClientPendingPop
     | ClientApprove
+    | ClientAnswer
     | ClientRegenerate
     | ClientEdit
     | ClientSelectBranch
@@ -864,6 +969,7 @@ CLIENT_FRAMES: dict[str, type[ClientFrame]] = {
     "compact": ClientCompact,
     "pending_pop": ClientPendingPop,
     "approve": ClientApprove,
+    "answer": ClientAnswer,
     "regenerate": ClientRegenerate,
     "edit": ClientEdit,
     "select_branch": ClientSelectBranch,
@@ -1013,6 +1119,8 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
         return ClientPendingPop()
     if kind == "approve":
         return _approve_frame(data)
+    if kind == "answer":
+        return _answer_frame(data)
     if kind in ("regenerate", "edit", "select_branch"):
         return _branch_frame(kind, data, limits)
     return ClientResync()
@@ -1048,6 +1156,16 @@ def _approve_frame(data: Mapping[str, Any]) -> ClientApprove:
         data.get("decision"), data.get("reason"), data.get("arguments"), prefix="approve."
     )
     return ClientApprove(id=approval, decision=decision, reason=reason, arguments=arguments)
+
+
+def _answer_frame(data: Mapping[str, Any]) -> ClientAnswer:
+    question = data.get("id")
+    if type(question) is not int or question < 1:
+        raise FrameError("invalid", "answer.id must be a question's id")
+    answer = data.get("answer")
+    if not isinstance(answer, str) or len(answer) > 10_000 or not encodable(answer):
+        raise FrameError("invalid", "answer.answer must be a string of at most 10000 characters")
+    return ClientAnswer(id=question, answer=answer)
 
 
 def check_message_id(value: object, name: str, *, blank: bool = False) -> str:

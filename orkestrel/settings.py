@@ -28,6 +28,8 @@ DEBUG = env("DEBUG")
 # known key lets anyone forge sessions, so without one only a DEBUG server starts (and
 # ``check --deploy`` still flags its key).
 SECRET_KEY = env("SECRET_KEY", default="")
+# The bearer token Prometheus sends to read ``/metrics`` (README, "Metrics"); blank: staff only.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -318,12 +320,19 @@ _celery_broker = env("CELERY_BROKER_URL", default="")
 ORKESTREL = {
     "MAX_MESSAGE_CHARS": env.int("ORKESTREL_MAX_MESSAGE_CHARS", default=100_000),
     "MAX_IMAGE_BYTES": env.int("ORKESTREL_MAX_IMAGE_BYTES", default=5 * 1024 * 1024),
+    # Documents a user attaches (PDF, DOCX, text): their size, and a PDF's pages (README).
+    "MAX_DOCUMENT_BYTES": env.int("ORKESTREL_MAX_DOCUMENT_BYTES", default=10 * 1024 * 1024),
+    "MAX_DOCUMENT_PAGES": env.int("ORKESTREL_MAX_DOCUMENT_PAGES", default=100),
     # Replies one user may have running at once, across every process (0: no cap).
     "MAX_RUNS_PER_USER": env.int("ORKESTREL_MAX_RUNS_PER_USER", default=20),
     # How deep a tree of delegated agent jobs may go (the ``delegate`` tool).
     "DELEGATE_MAX_DEPTH": env.int("ORKESTREL_DELEGATE_MAX_DEPTH", default=2),
     # Seconds between looks at a delegated child's row while its parent's card shows it.
     "DELEGATE_PROGRESS_SECONDS": env.float("ORKESTREL_DELEGATE_PROGRESS_SECONDS", default=1.0),
+    # Seconds at least between the output reports of a running command tool (its card's tail).
+    "COMMAND_PROGRESS_SECONDS": env.float("ORKESTREL_COMMAND_PROGRESS_SECONDS", default=0.5),
+    # Seconds a tool call that ran out of time has to clean up before it is killed (at most 60).
+    "TOOL_CLEANUP_SECONDS": env.float("ORKESTREL_TOOL_CLEANUP_SECONDS", default=2.0),
     # The largest API request body: room for a message's eight images in base64, and an import.
     "MAX_REQUEST_BYTES": env.int("ORKESTREL_MAX_REQUEST_BYTES", default=64 * 1024 * 1024),
     # Hosts ``http_fetch`` may reach even on private or loopback addresses.
@@ -343,6 +352,25 @@ ORKESTREL = {
     # Where chat and API runs execute: "web" (the process that took the message) or "workers"
     # (Celery's, on the job leases above; web processes then only hold sockets and streams).
     "RUNS_ON": env("ORKESTREL_RUNS_ON", default="web"),
+    # Days each kind of record is kept (README, "Retention"); unset or 0: for ever. A profile's
+    # ``retain_<kind>_days`` overrides these for its conversations and jobs.
+    "RETENTION_DAYS": {
+        kind: env.int(f"ORKESTREL_RETAIN_{kind.upper()}_DAYS", default=None)
+        for kind in (
+            "conversations",
+            "runs",
+            "run_events",
+            "approvals",
+            "decisions",
+            "tool_failures",
+            "jobs",
+        )
+    },
+    # When the daily purge runs (a cron expression, UTC), on the scheduler's tick.
+    "PURGE_CRON": env("ORKESTREL_PURGE_CRON", default="30 3 * * *"),
+    # How often the scheduler looks for due schedules (seconds): in the server process when
+    # jobs run there, on every Celery worker when they run on workers.
+    "SCHEDULE_TICK_SECONDS": env.float("ORKESTREL_SCHEDULE_TICK_SECONDS", default=10.0),
 }
 if ORKESTREL["RUNS_ON"] not in ("web", "workers"):
     raise ImproperlyConfigured(
@@ -396,12 +424,16 @@ LOGGING = {
     # Each line names the request it was written for (``X-Request-ID``) and the run, when
     # there is one: `` [request_id=… run=…]`` (``orkestrel.request_scope``).
     "filters": {"context": {"()": "orkestrel.request_scope.LogContextFilter"}},
-    "formatters": {"named": {"format": "%(levelname)s %(name)s: %(message)s%(context)s"}},
+    # ``LOG_FORMAT=json``: one JSON object a line with the ids as keys (README, "Logs").
+    "formatters": {
+        "named": {"format": "%(levelname)s %(name)s: %(message)s%(context)s"},
+        "json": {"()": "orkestrel.telemetry.logs.JsonFormatter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "filters": ["context"],
-            "formatter": "named",
+            "formatter": "json" if env("LOG_FORMAT", default="text") == "json" else "named",
         }
     },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},

@@ -19,7 +19,10 @@ from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.api.errors import problem_response
+from agents.api.hooks import schedule_hook
+from agents.metrics import metrics
 from agents.openai.errors import error_response, server_error, unknown_url
+from agents.usage.dashboard import usage_dashboard
 
 from .health import healthz
 
@@ -77,6 +80,9 @@ def handler500(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
+    # Before the admin's own routes: its catch-all would answer this path.
+    path("admin/usage/", usage_dashboard, name="usage-dashboard"),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",
@@ -85,6 +91,7 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("agents.api.urls")),
+    path("hooks/schedules/<uuid:schedule_id>/", schedule_hook, name="schedule-hook"),
     re_path(r"^api/", _unmatched(_api_not_found)),
     path("v1/", include("agents.openai.urls")),
     re_path(r"^v1/", _unmatched(_openai_not_found)),

@@ -4,8 +4,11 @@ Run as a process (``python tests/mcp_server.py PORT``; ``McpProcess`` starts one
 until it answers). Its tools cover what the client side must handle: text, structured and
 image results, a read-only tool and a write, a tool that adds another one and announces the
 change (``list_changed``), and one that stops the whole server mid-call (a server going down
-during a run). With ``MCP_TEST_TOKEN`` set, a request without ``Authorization: Bearer
-<token>`` gets ``401``; every request's ``X-Tenant`` header is recorded for ``seen_tenant``.
+during a run); a prompt (``review``, with a required and an optional argument) and two
+resources (``notes://today``, text; ``notes://logo``, an image). The older HTTP+SSE
+transport serves the same server at ``/sse``. With ``MCP_TEST_TOKEN`` set, a request without
+``Authorization: Bearer <token>`` gets ``401``; every request's ``X-Tenant`` header is
+recorded for ``seen_tenant``.
 """
 
 # No ``from __future__ import annotations``: the SDK reads the tools' annotations at run time.
@@ -88,21 +91,45 @@ def build_app() -> Any:
     def die() -> str:
         os._exit(3)
 
+    @server.prompt(description="Ask for a review of some code.")
+    def review(code: str, focus: str = "bugs") -> list[Any]:
+        from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
+
+        return [
+            UserMessage(f"Review this code for {focus}:\n{code}"),
+            AssistantMessage("I will read it closely."),
+        ]
+
+    @server.resource(
+        "notes://today", name="today", description="Today's notes.", mime_type="text/plain"
+    )
+    def today() -> str:
+        return "Buy milk; call Ada."
+
+    @server.resource("notes://logo", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        return PIXEL
+
     @server.custom_route("/tenant", methods=["GET"])
     async def tenant(request: Any) -> Any:
         return PlainTextResponse(",".join(tenants))
 
     app = server.streamable_http_app(streamable_http_path="/mcp")
+    # The older HTTP+SSE transport beside it: the stream at /sse, posts to /messages/.
+    legacy = server.sse_app()
     token = os.environ.get("MCP_TEST_TOKEN")
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/mcp"):
+        if scope["type"] == "http" and scope["path"].startswith(("/mcp", "/sse", "/messages")):
             headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
             if "x-tenant" in headers:
                 tenants.append(headers["x-tenant"])
             if token and headers.get("authorization") != f"Bearer {token}":
                 await PlainTextResponse("bad token", status_code=401)(scope, receive, send)
                 return
+        if scope["type"] == "http" and scope["path"].startswith(("/sse", "/messages")):
+            await legacy(scope, receive, send)
+            return
         await app(scope, receive, send)
 
     return guarded
@@ -126,15 +153,25 @@ class McpProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
+    @property
+    def sse_url(self) -> str:
+        """The same server over the older HTTP+SSE transport."""
+        return f"http://127.0.0.1:{self.port}/sse"
+
     @classmethod
     def start(
-        cls, log: Path, env: dict[str, str] | None = None, port: int | None = None
+        cls,
+        log: Path,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+        script: Path | None = None,
     ) -> "McpProcess":
-        """Start a server and wait until its port accepts connections (or fail with its log)."""
+        """Start a server (this file's, or ``script``'s) and wait until its port accepts
+        connections (or fail with its log)."""
         port = port or free_port()
         handle = log.open("wb")
         process = subprocess.Popen(
-            [sys.executable, str(Path(__file__)), str(port)],
+            [sys.executable, str(script or Path(__file__)), str(port)],
             stdout=handle,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},

@@ -31,6 +31,14 @@ from orkestrel.core import (
     create_file,
 )
 from orkestrel.core import Workspace as KitWorkspace
+from orkestrel.core.documents import PDF_MIME, document_text
+from orkestrel.document_reader import (
+    DOCX_MIME,
+    DocumentRefused,
+    document_kind,
+    max_document_bytes,
+    read_document,
+)
 
 from .models import Workspace, WorkspaceFile
 from .stores import DjangoWorkspaceStore
@@ -167,19 +175,24 @@ def _clean_name(name: str) -> str:
 
 def _read(upload: UploadedFile, limit: int) -> bytes:
     if upload.size is not None and upload.size > limit:
-        raise ValidationError({"file": _too_large(limit)})
+        raise ValidationError({"file": _over_limit(limit)})
     chunks: list[bytes] = []
     total = 0
     for chunk in upload.chunks():
         total += len(chunk)
         if total > limit:
-            raise ValidationError({"file": _too_large(limit)})
+            raise ValidationError({"file": _over_limit(limit)})
         chunks.append(chunk)
     return b"".join(chunks)
 
 
 def _too_large(limit: int) -> str:
     return f"The file is too large (the limit is {_human(limit)})."
+
+
+def _over_limit(limit: int) -> ValidationError:
+    """A file over ``limit``: code ``too_large``, which the upload views answer with ``413``."""
+    return ValidationError(_too_large(limit), code="too_large")
 
 
 def _human(size: int) -> str:
@@ -233,17 +246,34 @@ def check_upload(upload: UploadedFile) -> CheckedUpload:
     """
     name = _clean_name(upload.name or "")
     image_limit = max_image_bytes()
-    data = _read(upload, max(MAX_TEXT_BYTES, image_limit))
+    data = _read(upload, max(MAX_TEXT_BYTES, image_limit, max_document_bytes()))
     mime = image_mime(data)
     if mime is not None:
         if len(data) > image_limit:
-            raise ValidationError({"file": _too_large(image_limit)})
+            raise ValidationError({"file": _over_limit(image_limit)})
         return CheckedUpload(name, None, data, mime)
+    if document_kind(name, data) in (PDF_MIME, DOCX_MIME):
+        return _document_upload(name, data)
     if _claims_image(name, upload.content_type):
         raise ValidationError({"file": f"{name!r} is not a PNG, JPEG, GIF or WebP image."})
     if len(data) > MAX_TEXT_BYTES:
-        raise ValidationError({"file": _too_large(MAX_TEXT_BYTES)})
+        raise ValidationError({"file": _over_limit(MAX_TEXT_BYTES)})
     return CheckedUpload(name, _decode_text(data, name), data, None)
+
+
+def _document_upload(name: str, data: bytes) -> CheckedUpload:
+    """A PDF or DOCX as the text file ``<name>.txt`` of its extracted text (README,
+    "Documents"): a workspace holds text and images, and the model reads it as text."""
+    try:
+        document = read_document(name, data)
+    except DocumentRefused as refused:
+        raise ValidationError({"file": f"{name!r}: {refused}"}) from None
+    text = document_text(document)
+    if len(text.encode()) > MAX_TEXT_BYTES:
+        raise ValidationError(
+            {"file": f"{name!r}: its text is larger than {_human(MAX_TEXT_BYTES)}."}
+        )
+    return CheckedUpload(f"{name}.txt", text, text.encode(), None)
 
 
 def store_upload(workspace: Workspace, upload: CheckedUpload) -> FileInfo:

@@ -8,7 +8,7 @@ from asgiref.sync import async_to_sync
 from django.db.models import QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
@@ -16,7 +16,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.approvals import (
-    ApprovalRefused,
     Decision,
     approval_payload,
     user_approvals,
@@ -26,7 +25,6 @@ from orkestrel.protocol import FrameError, check_decision
 
 from . import examples
 from .base import JsonErrors, user_id
-from .errors import Conflict
 
 __all__ = ["ApprovalViewSet"]
 
@@ -83,10 +81,6 @@ class DecideSerializer(serializers.Serializer[Any]):
     )
 
 
-class Forbidden(exceptions.PermissionDenied):
-    default_code = "operator_decides"
-
-
 class NewestFirst(CursorPagination):
     ordering = ("-created", "-id")
 
@@ -126,6 +120,16 @@ class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
         if wanted not in STATUSES:
             raise ValidationError({"status": [f"Must be one of {', '.join(STATUSES)}."]})
         return user_approvals(user_id(self.request), None if wanted == "all" else wanted)
+
+    def written_conversation(self) -> str | None:
+        """The conversation of the approval a decision acts on, for an API key's ``profiles``
+        (``ScopedKey``)."""
+        pk = str(self.kwargs.get("pk", ""))
+        if not pk.isdigit():
+            return None
+        rows = user_approvals(user_id(self.request), None).filter(pk=int(pk))
+        conversation = rows.values_list("conversation_id", flat=True).first()
+        return None if conversation is None else str(conversation)
 
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -177,14 +181,8 @@ class ApprovalViewSet(JsonErrors, viewsets.GenericViewSet[ToolApproval]):
                 approval_id=int(pk),
                 decision=Decision(verdict == "approve", reason, arguments),
             )
-        except LookupError:
+        except LookupError:  # an ``ApprovalRefused`` is answered by the exception handler
             raise NotFound("No such approval.") from None
-        except ApprovalRefused as error:
-            if error.code == "operator":
-                raise Forbidden(str(error)) from None
-            if error.code == "invalid":
-                raise ValidationError({"arguments": [str(error)]}) from None
-            raise Conflict(str(error), code="decided") from None
         body = {**decided.approval, "continued_by": decided.continued_by}
         response = Response(body, status=status.HTTP_200_OK)
         if decided.continued_by is not None:

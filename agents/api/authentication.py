@@ -12,6 +12,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.request import Request
 
 from ..models import ApiKey
+from ..usage.charge import KeyRef, charge_key
 
 __all__ = ["ApiKeyAuthentication"]
 
@@ -25,6 +26,7 @@ class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser, ApiKey] | None:
         words = get_authorization_header(request).split()
         if not words or words[0].lower() != KEYWORD:
+            charge_key(None)
             return None  # not ours: the session may still apply
         if len(words) != 2:
             raise exceptions.AuthenticationFailed(INVALID, code="invalid_api_key")
@@ -36,6 +38,8 @@ class ApiKeyAuthentication(BaseAuthentication):
         if key is None:
             raise exceptions.AuthenticationFailed(INVALID, code="invalid_api_key")
         key.touch()
+        # What this request starts is charged to the key (the usage ledger).
+        charge_key(KeyRef(key.pk, key.name))
         return key.user, key
 
     def authenticate_header(self, request: Request) -> str:

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from rest_framework import exceptions
+from rest_framework.metadata import SimpleMetadata
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -46,6 +47,16 @@ def deferred_json(body: Callable[[], Awaitable[dict[str, Any]]]) -> StreamingHtt
     return StreamingHttpResponse(chunks(), content_type="application/json")
 
 
+class OptionsMetadata(SimpleMetadata):
+    """``OPTIONS``: DRF's description of the view, with the fields of its writes only where
+    the view declares a serializer (a view that builds its own has none to describe)."""
+
+    def determine_actions(self, request: Request, view: APIView) -> dict[str, Any]:
+        if getattr(view, "serializer_class", None) is None:
+            return {}
+        return super().determine_actions(request, view)
+
+
 class JsonErrors(APIView):
     """Errors answer problem JSON, even to a request that asked for an event stream (or for a
     type no operation gives: a ``406`` too); a query parameter the operation does not document,
@@ -57,6 +68,8 @@ class JsonErrors(APIView):
 
     service: RunService = run_service
     schema = ApiSchema()
+    # The stubs type it as an instance; DRF instantiates the class it is given.
+    metadata_class = OptionsMetadata  # type: ignore[assignment]
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(response, Deferred):

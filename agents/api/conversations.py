@@ -28,24 +28,25 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations import services, transfer
-from conversations.attachments import attach_image, discard_attachments, resolve_attachments
-from conversations.branches import NoSuchBranch, NotBranchable, conversation_branches
-from conversations.forks import ForkBusy, fork_conversation
+from conversations.attachments import (
+    attach_file,
+    discard_attachments,
+    resolve_attachments,
+    resolve_documents,
+)
+from conversations.branches import conversation_branches
+from conversations.forks import fork_conversation
 from conversations.models import Conversation, Message
-from conversations.pending import PendingFull, pending_list
+from conversations.pending import pending_list
 from orkestrel.protocol import MAX_IMAGES, FrameError, Limits, check_image
 
-from ..runs import Busy
-from ..runs.errors import NothingToContinue, StartFailed, TooManyRuns
 from ..runs.service import Compacted, Queued
 from ..runs.submissions import Repeat
-from ..runtime.skills import Activation, UnknownSkill
-from ..runtime.spec import ModelUnavailable, NoProfileError
-from ..runtime.summarizer import CompactionFailed
+from ..runtime.skills import Activation
 from . import examples
 from .base import JsonErrors, deferred_json, user_id
 from .dispatch import DatabaseThreadRoutes, Deferred
-from .errors import Conflict, RunFailed, TooManyRunsError
+from .errors import Conflict
 from .events import CONVERSATION_STREAM_RESPONSE, SEND_STREAM_RESPONSE
 from .jsonlines import MEDIA_TYPE, JsonLinesParser, JsonLinesParserNdjson, JsonLinesRenderer
 from .runs import (
@@ -151,6 +152,11 @@ class ConversationViewSet(
 
     def get_object(self) -> Conversation:
         return _conversation(self.request, self.kwargs["pk"])
+
+    def written_conversation(self) -> str | None:
+        """The conversation a write acts on, for an API key's ``profiles`` (``ScopedKey``);
+        deleting one is tidying up, not using its profile."""
+        return None if self.request.method == "DELETE" else self.kwargs.get("pk")
 
     def filter_queryset(self, queryset: QuerySet[Conversation, Any]) -> QuerySet[Conversation, Any]:
         if self.action != "list":
@@ -271,10 +277,8 @@ class ConversationViewSet(
                 conversation_id=pk,
                 message_id=serializer.validated_data["message"],
             )
-        except LookupError:
+        except LookupError:  # a ``ForkBusy`` is answered by the API's exception handler
             raise NotFound("No such message in this conversation.") from None
-        except ForkBusy as error:
-            raise Conflict(str(error)) from None
         return Response(self._body(fork), status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={204: None, **examples.refusals(examples.NO_CONVERSATION)})
@@ -359,6 +363,7 @@ class ConversationViewSet(
             return self.as_json(self._transcript(request, pk))
         serializer = MessageCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        _truthy(request.query_params.get("wait"))  # a bad ``wait`` is refused before anything
         images = self._images(serializer.validated_data["images"])
         attachments = [str(key) for key in serializer.validated_data["attachments"]]
         content = serializer.validated_data["content"]
@@ -374,6 +379,7 @@ class ConversationViewSet(
             conversation_id=str(conversation.pk),
             content=content,
             images=images,
+            documents=resolve_documents(str(conversation.pk), attachments),
         )
         # Awaited on the event loop (no thread waits for the run to start, or for a model
         # asked to fold), then answered here on the database thread.
@@ -390,26 +396,7 @@ class ConversationViewSet(
     ) -> Any:
         """The answer to a sent message, once the run service took it (``outcome`` returns
         what it did, or raises why it would not)."""
-        try:
-            sent = outcome()
-        except NothingToContinue as error:
-            raise exceptions.ValidationError({"content": [str(error)]}) from None
-        except PendingFull as error:
-            raise TooManyRunsError(str(error)) from None
-        except Busy as error:
-            raise Conflict(str(error)) from None
-        except TooManyRuns as error:
-            raise TooManyRunsError(str(error)) from None
-        except StartFailed:
-            raise RunFailed() from None
-        except NoProfileError as error:
-            raise exceptions.ValidationError({"profile": [str(error)]}) from None
-        except ModelUnavailable as error:
-            raise Conflict(str(error), code=ModelUnavailable.code) from None
-        except UnknownSkill as error:
-            raise exceptions.ValidationError({"content": [str(error)]}) from None
-        except CompactionFailed as error:
-            raise Conflict(str(error), code=CompactionFailed.code) from None
+        sent = outcome()  # a refusal is answered by the API's exception handler
         discard_attachments(str(conversation.pk), attachments)
         if isinstance(sent, Repeat):
             # An accidental second submit: nothing stored or run; answered with the first.
@@ -557,22 +544,7 @@ class ConversationViewSet(
 
     def _redone(self, request: Request, outcome: Callable[[], Any]) -> Response:
         """The answer to a regenerate or an edit, once the run service started its run."""
-        try:
-            handle = outcome()
-        except NoSuchBranch as error:
-            raise NotFound(str(error)) from None
-        except NotBranchable as error:
-            raise Conflict(str(error), code="not_branchable") from None
-        except Busy as error:
-            raise Conflict(str(error)) from None
-        except TooManyRuns as error:
-            raise TooManyRunsError(str(error)) from None
-        except StartFailed:
-            raise RunFailed() from None
-        except NoProfileError as error:
-            raise exceptions.ValidationError({"profile": [str(error)]}) from None
-        except ModelUnavailable as error:
-            raise Conflict(str(error), code=ModelUnavailable.code) from None
+        handle = outcome()  # a refusal is answered by the API's exception handler
         response = Response(started_body(request, handle.id), status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
         return response
@@ -616,17 +588,12 @@ class ConversationViewSet(
             return Response({"branches": conversation_branches(conversation.pk)})
         serializer = BranchChoiceSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            branches = async_to_sync(self.service.select_branch)(
-                user_id=user_id(request),
-                conversation_id=str(conversation.pk),
-                point=serializer.validated_data["point"],
-                index=serializer.validated_data["index"],
-            )
-        except NoSuchBranch as error:
-            raise NotFound(str(error)) from None
-        except Busy as error:
-            raise Conflict(str(error)) from None
+        branches = async_to_sync(self.service.select_branch)(
+            user_id=user_id(request),
+            conversation_id=str(conversation.pk),
+            point=serializer.validated_data["point"],
+            index=serializer.validated_data["index"],
+        )
         return Response({"branches": branches})
 
     @extend_schema(
@@ -676,6 +643,7 @@ class ConversationViewSet(
                 "sections": state["sections"],
                 "messages": state["messages"],
                 "earlier": state["earlier"],
+                "models": state["models"],
             }
         )
 
@@ -691,10 +659,13 @@ class ConversationViewSet(
         return tuple(checked)
 
     @extend_schema(
-        summary="Attach an image to the next message",
+        summary="Attach an image or a document to the next message",
         description=(
             "Multipart upload (field `file`): a PNG, JPEG, GIF or WebP image within "
-            "`ORKESTREL_MAX_IMAGE_BYTES`. Send its `id` in a message's `attachments`."
+            "`ORKESTREL_MAX_IMAGE_BYTES`, or a PDF, DOCX, plain text, Markdown or CSV document "
+            "within `ORKESTREL_MAX_DOCUMENT_BYTES` (a PDF within `ORKESTREL_MAX_DOCUMENT_PAGES` "
+            "pages; its text is extracted now). A document's answer adds `name`, `pages` and "
+            "`preview`. Send its `id` in a message's `attachments`."
         ),
         request={"multipart/form-data": examples.body(AttachmentUploadSerializer, examples.ATTACH)},
         responses={
@@ -707,8 +678,8 @@ class ConversationViewSet(
     def attachments(self, request: Request, pk: str) -> Response:
         upload = request.FILES.get("file")
         if not isinstance(upload, UploadedFile):
-            raise exceptions.ValidationError({"file": ["Choose an image to attach."]})
-        info = attach_image(user=request.user, conversation_id=pk, upload=upload)
+            raise exceptions.ValidationError({"file": ["Choose an image or document to attach."]})
+        info = attach_file(user=request.user, conversation_id=pk, upload=upload)
         return Response(info, status=status.HTTP_201_CREATED)
 
     # -- sections, compaction, search ---------------------------------------------------------
@@ -758,16 +729,11 @@ class ConversationViewSet(
         serializer = CompactSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         conversation = _conversation(request, pk)
-        try:
-            section = async_to_sync(self.service.compact)(
-                user_id=user_id(request),
-                conversation_id=str(conversation.pk),
-                focus=serializer.validated_data.get("focus") or None,
-            )
-        except Busy as error:
-            raise Conflict(str(error)) from None
-        except CompactionFailed as error:
-            raise Conflict(str(error), code=CompactionFailed.code) from None
+        section = async_to_sync(self.service.compact)(
+            user_id=user_id(request),
+            conversation_id=str(conversation.pk),
+            focus=serializer.validated_data.get("focus") or None,
+        )
         if section is None:
             raise Conflict("Nothing to fold yet.", code="nothing_to_compact")
         return Response({"section": section})
@@ -780,6 +746,8 @@ class ConversationViewSet(
         ),
         responses={
             (200, MEDIA_TYPE): examples.answer(OpenApiTypes.STR, examples.EXPORT),
+            # ``?format=json`` (or ``Accept: application/json``): the same records as one array.
+            (200, "application/json"): examples.answer(OpenApiTypes.ANY, examples.EXPORT_ARRAY),
             **examples.refusals(examples.NO_CONVERSATION),
         },
     )
@@ -846,5 +814,13 @@ def _origin(request: Request) -> str:
     return Conversation.Origin.API
 
 
+_TRUE, _FALSE = ("1", "true", "yes"), ("", "0", "false", "no")
+
+
 def _truthy(value: str | None) -> bool:
-    return (value or "").lower() in ("1", "true", "yes")
+    """A boolean query parameter (``?wait=true``); any other word is a ``400`` naming it, as
+    the schema types it."""
+    word = (value or "").lower()
+    if word not in _TRUE + _FALSE:
+        raise exceptions.ValidationError({"wait": ["Must be true or false."]})
+    return word in _TRUE

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from orkestrel.problems import PROBLEM, problem
+from orkestrel.refusals import Refusal
 
 __all__ = [
     "PROBLEM",
@@ -34,6 +35,7 @@ __all__ = [
     "exception_handler",
     "problem",
     "problem_response",
+    "refused",
 ]
 
 
@@ -105,8 +107,29 @@ def _codes(detail: Any) -> str:
     return "invalid"
 
 
+# REST codes older than the refusals' own, kept for the clients that branch on them.
+_REST_CODES = {"too_many_pending": "too_many_runs", "operator": "operator_decides"}
+
+
+def refused(refusal: Refusal) -> exceptions.APIException:
+    """The REST answer to a refusal: a ``400`` naming its request field when it has one, else
+    its own status and code (the message, or its public detail when it is for operators)."""
+    if refusal.field is not None:
+        return exceptions.ValidationError({refusal.field: [str(refusal)]})
+    error = exceptions.APIException(
+        refusal.public_detail or str(refusal), _REST_CODES.get(refusal.code, refusal.code)
+    )
+    error.status_code = refusal.status_code
+    return error
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with Django validation errors mapped and the body in one shape."""
+    """DRF's handler, with refusals and Django validation errors mapped and the body in one
+    shape."""
+    # RFC 9457's extension members a refusal adds to its body (``QuotaExceeded``: ``resets_at``).
+    extensions = exc.extensions() if isinstance(exc, Refusal) and hasattr(exc, "extensions") else {}
+    if isinstance(exc, Refusal):
+        exc = refused(exc)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
@@ -122,4 +145,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(data, dict) and "detail" in data:
         detail = data["detail"]
         response.data = problem(response.status_code, str(detail), _codes(detail))
+    if extensions:
+        response.data.update(extensions)
     return response

@@ -146,6 +146,14 @@ COMMON: dict[int, tuple[Refusal, ...]] = {
             code="invalid_api_key",
         ),
     ),
+    403: (
+        Refusal(
+            status=403,
+            name="Outside the key's scopes",
+            detail="This API key lacks the 'run' scope.",
+            code="scope",
+        ),
+    ),
     406: (
         Refusal(
             status=406,
@@ -232,6 +240,7 @@ USER_MESSAGE: MessagePayload = {
     "images_count": 0,
     "thinking": "",
     "thinking_ms": None,
+    "documents": [],
 }
 ANSWER: MessagePayload = {
     "id": ANSWER_ID,
@@ -243,6 +252,7 @@ ANSWER: MessagePayload = {
     "images_count": 0,
     "thinking": "Dates known; suggest a few sights per day.",
     "thinking_ms": 1840,
+    "documents": [],
 }
 EARLIER: MessagePayload = {
     "id": "0e9d8c7b-6a5f-4e3d-8c2b-1a0f9e8d7c6b",
@@ -254,6 +264,7 @@ EARLIER: MessagePayload = {
     "images_count": 0,
     "thinking": "",
     "thinking_ms": None,
+    "documents": [],
 }
 SECTION: SectionPayload = {
     "id": SECTION_ID,
@@ -437,7 +448,12 @@ FORK_BUSY = Refusal(
 
 TRANSCRIPT = example(
     "Sections and the live tail",
-    {"sections": [SECTION], "messages": [USER_MESSAGE, ANSWER], "earlier": 0},
+    {
+        "sections": [SECTION],
+        "messages": [USER_MESSAGE, ANSWER],
+        "earlier": 0,
+        "models": {ANSWER_ID: {"model": "openai/gpt-4o-mini", "response_model": "gpt-4o-mini"}},
+    },
 )
 EARLIER_PAGE = example(
     "A page back (`before`)", {"sections": [], "messages": [EARLIER], "earlier": 3}
@@ -567,9 +583,9 @@ ATTACHED = example("Attached", {"id": ATTACHMENT_ID, "mime": "image/png", "size"
 # that never reaches the API: the schema cannot promise JSON for this status here.
 ATTACH_REFUSED = OpenApiResponse(
     description=(
-        "Not an image, or no `file`: the API's error as JSON (`errors`: `file`: \"Attach a "
-        'PNG, JPEG, GIF or WebP image.")). A malformed multipart body is refused by the HTTP '
-        "server before the API, with no body."
+        "Not an image or document, too large, a PDF of too many pages, unreadable, or no "
+        "`file`: the API's error as JSON (`errors`: `file`: the reason). A malformed multipart "
+        "body is refused by the HTTP server before the API, with no body."
     )
 )
 
@@ -590,6 +606,26 @@ EXPORT = example(
     f'"content": "{QUESTION}"}}\n'
     f'{{"type": "message", "section": null, "id": "{ANSWER_ID}", "role": "assistant", '
     f'"content": "{REPLY}"}}\n',
+)
+EXPORT_ARRAY = example(
+    "A conversation, as one JSON array (?format=json)",
+    [
+        {"type": "conversation", "title": "Trip to Lisbon", "profile": "demo", "summary": None},
+        {
+            "type": "message",
+            "section": None,
+            "id": USER_MESSAGE_ID,
+            "role": "user",
+            "content": QUESTION,
+        },
+        {
+            "type": "message",
+            "section": None,
+            "id": ANSWER_ID,
+            "role": "assistant",
+            "content": REPLY,
+        },
+    ],
 )
 IMPORTED = example("The new conversation", _conversation(id=FORK_ID, origin="chat"))
 IMPORT_INVALID = invalid("Not JSON Lines", records=["line 1: not valid JSON"])

@@ -26,6 +26,7 @@ from ..models.keys import DEFAULT_SCOPES, SCOPES
 from . import examples
 from .base import JsonErrors
 from .permissions import OutOfScope
+from .strict import StrictJson
 
 if TYPE_CHECKING:
     # django-stubs' placeholder for ``AUTH_USER_MODEL``, which its plugin resolves.
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["ApiKeySerializer", "ApiKeyViewSet", "IssuedApiKeySerializer", "urlpatterns"]
 
 
-class ApiKeySerializer(serializers.ModelSerializer[ApiKey]):
+class ApiKeySerializer(StrictJson, serializers.ModelSerializer[ApiKey]):
     """A key as listed: what it is called and how it starts, never its secret or hash."""
 
     scopes = serializers.ListField(

@@ -3,7 +3,9 @@
 ``read`` covers the safe methods (GET, HEAD, OPTIONS), ``run`` every other one (starting,
 cancelling, retrying, deciding, creating a conversation); a view names another scope for its
 writes with ``write_scope`` (the key endpoints need ``keys``). A write naming a ``profile``
-outside the key's ``profiles`` is refused alike. The browser's session holds no key and is not
+outside the key's ``profiles`` is refused alike, and so is a write on a conversation (a send,
+a retry, a decision: the view's ``written_conversation()`` names it) whose profile is outside
+them. The browser's session holds no key and is not
 limited: only keys carry scopes.
 """
 
@@ -15,6 +17,8 @@ from rest_framework import exceptions, status
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.request import Request
 
+from conversations.services import conversation_profile
+
 from ..models import ApiKey
 from ..models.keys import Scope
 
@@ -22,7 +26,12 @@ if TYPE_CHECKING:
     # Only for types: ``rest_framework.views`` imports this module through DRF's settings.
     from rest_framework.views import APIView
 
-__all__ = ["OutOfScope", "ScopedKey", "check_profile", "required_scope"]
+__all__ = [
+    "OutOfScope",
+    "ScopedKey",
+    "check_profile",
+    "required_scope",
+]
 
 
 class OutOfScope(exceptions.APIException):
@@ -59,6 +68,14 @@ class ScopedKey(IsAuthenticated):
                 slug = data.get("profile") if hasattr(data, "get") else None
                 if isinstance(slug, str) and slug:
                     check_profile(request, slug)
+                # A write on an existing conversation (a send, a retry, a decision...) uses
+                # the conversation's profile: the view names the conversation it acts on.
+                written = getattr(view, "written_conversation", None)
+                conversation_id = written() if callable(written) else None
+                if conversation_id is not None:
+                    current = conversation_profile(key.user_id, conversation_id)
+                    if current is not None:
+                        check_profile(request, current)
         return True
 
 

@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from conversations.models import Run
 from orkestrel.protocol import MessagePayload
 
-from ..runs import Busy, RunRecord, run_service
+from ..runs import RunRecord, run_service
 from ..runs.records import owned_run
 from ..runs.sequence import Awaited, Position, run_of_conversation
 from . import examples
@@ -175,6 +175,16 @@ class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.GenericViewSet[Run])
             "events", "request"
         )
 
+    def written_conversation(self) -> str | None:
+        """The conversation of the run a write acts on (a retry, a cancel), for an API key's
+        ``profiles`` (``ScopedKey``)."""
+        pk = str(self.kwargs.get("pk", ""))
+        if not pk.isdigit():
+            return None
+        found = self.get_queryset().filter(pk=int(pk)).values_list("conversation_id", flat=True)
+        conversation = found.first()
+        return None if conversation is None else str(conversation)
+
     @extend_schema(
         parameters=[
             OpenApiParameter(
@@ -197,6 +207,12 @@ class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.GenericViewSet[Run])
         summary="The user's runs, newest first",
     )
     def list(self, request: Request) -> Response:
+        # DRF reads a blank query parameter as an absent one; the schema has no blank filter.
+        blank = [
+            name for name in ("conversation", "status") if request.query_params.get(name) == ""
+        ]
+        if blank:
+            raise ValidationError({name: ["This filter may not be blank."] for name in blank})
         filters = RunFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         runs = self.get_queryset()
@@ -249,9 +265,7 @@ class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.GenericViewSet[Run])
         record = _record(request, pk)
         try:
             handle = async_to_sync(self.service.retry)(user_id=user_id(request), record=record)
-        except Busy as error:
-            raise Conflict(str(error)) from None
-        except ValueError as error:
+        except ValueError as error:  # a ``Busy`` is answered by the API's exception handler
             raise Conflict(str(error), code="not_retryable") from None
         response = Response(started_body(request, handle.id), status=status.HTTP_202_ACCEPTED)
         response["Location"] = reverse("api-run-detail", args=[handle.id])
@@ -276,7 +290,9 @@ class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.GenericViewSet[Run])
     @action(detail=True, methods=["get"], renderer_classes=[EventStreamRenderer, JSONRenderer])
     def events(self, request: Request, pk: str) -> Any:
         record = _record(request, pk)
-        after = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
+        # A header sent blank is no event id (the schema types it as one): refused, not ignored.
+        header = request.headers.get("Last-Event-ID")
+        after = header if header is not None else request.query_params.get("after") or "0"
         try:
             seq = int(after)
         except ValueError:

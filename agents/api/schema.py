@@ -4,7 +4,8 @@ what every operation answers.
 ``ApiKeyScheme`` is the ``Bearer`` API key; ``ApiSchema`` names each operation with a verb
 (``operation_id``: ``listConversations``, ``cancelRun``) and adds to its declared answers the
 ones any operation can give (``examples.COMMON``), each with its examples: 400 (a query
-parameter it does not take), 401, 406 and 429 (with ``Retry-After``) everywhere, 413 and 415
+parameter it does not take), 401, 403 (a key without the scope), 406 and 429 (with
+``Retry-After``) everywhere, 413 and 415
 where it takes a body; every answer carries ``X-Request-ID``, and successes and 429s the
 ``RateLimit-*`` headers. It also records each operation's query parameters, which
 ``documented_query_parameters`` gives the views (``base.JsonErrors`` refuses any other).
@@ -83,6 +84,8 @@ NOUN_ACTIONS: Final = {
     ("attachments", "POST"): "uploadAttachment",
     ("import_records", "POST"): "importConversation",
     ("search", "GET"): "search{parent}s",
+    ("run", "POST"): "create{parent}Run",
+    ("runs", "GET"): "list{parent}Runs",
 }
 
 
@@ -214,7 +217,7 @@ class ApiSchema(AutoSchema):
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)
-        statuses = [400, 401, 406, 429]
+        statuses = [400, 401, 403, 406, 429]
         if self._get_request_body() is not None:
             statuses += [413, 415]
         paged = any(p["name"] == "cursor" for p in self._get_pagination_parameters())

@@ -17,7 +17,10 @@ from conversations.models import Conversation
 from conversations.services import search_snippet
 from orkestrel.protocol import MAX_IMAGES, UsagePayload, encodable, usage_payload
 
+from .strict import StrictJson
+
 __all__ = [
+    "AnswerModelSerializer",
     "AttachmentSerializer",
     "AttachmentUploadSerializer",
     "CompactSerializer",
@@ -43,7 +46,6 @@ __all__ = [
     "SkillsSerializer",
     "TakenSerializer",
     "TranscriptSerializer",
-    "UserUsageSerializer",
 ]
 
 
@@ -88,13 +90,6 @@ class UsageSerializer(serializers.Serializer[Any]):
     )
 
 
-class UserUsageSerializer(serializers.Serializer[Any]):
-    """A user's usage: the sum over their conversations (cost: of the priced calls)."""
-
-    usage = UsageSerializer()
-    conversations = serializers.IntegerField(help_text="How many conversations it sums.")
-
-
 class ContextSerializer(serializers.Serializer[Any]):
     used = serializers.IntegerField(
         help_text="The provider's count of the latest request's prompt (else an estimate)."
@@ -112,7 +107,7 @@ class ForkedFromSerializer(serializers.Serializer[Any]):
     message = serializers.CharField()
 
 
-class ConversationSerializer(serializers.ModelSerializer[Conversation]):
+class ConversationSerializer(StrictJson, serializers.ModelSerializer[Conversation]):
     """A conversation; ``profile`` is a profile's slug (the default profile when omitted)."""
 
     profile = serializers.SlugRelatedField(
@@ -222,7 +217,7 @@ class SearchResultSerializer(ConversationSerializer):
         return search_snippet(getattr(conversation, "matched", None), query)
 
 
-class ConversationUpdateSerializer(serializers.Serializer[Any]):
+class ConversationUpdateSerializer(StrictJson, serializers.Serializer[Any]):
     """A rename, the conversation's own model and thinking level (blank: the profile's), and
     its place in the owner's list (pinned, archived)."""
 
@@ -247,13 +242,13 @@ class ConversationUpdateSerializer(serializers.Serializer[Any]):
         return attrs
 
 
-class ForkSerializer(serializers.Serializer[Any]):
+class ForkSerializer(StrictJson, serializers.Serializer[Any]):
     """Where to cut: the fork keeps the history through this message."""
 
     message = serializers.CharField(max_length=255)
 
 
-class MessageCreateSerializer(serializers.Serializer[Any]):
+class MessageCreateSerializer(StrictJson, serializers.Serializer[Any]):
     """A user message: text and up to eight base64 images (PNG, JPEG, GIF or WebP)."""
 
     content = serializers.CharField(allow_blank=True, trim_whitespace=False)
@@ -279,7 +274,7 @@ class MessageCreateSerializer(serializers.Serializer[Any]):
         return value
 
 
-class EditSerializer(serializers.Serializer[Any]):
+class EditSerializer(StrictJson, serializers.Serializer[Any]):
     """The edited text of a user message (its images stay)."""
 
     content = serializers.CharField(max_length=None)
@@ -311,7 +306,7 @@ class BranchesSerializer(serializers.Serializer[Any]):
     branches = BranchSerializer(many=True)
 
 
-class BranchChoiceSerializer(serializers.Serializer[Any]):
+class BranchChoiceSerializer(StrictJson, serializers.Serializer[Any]):
     """Which alternative to choose at a branch point."""
 
     point = serializers.CharField(
@@ -324,18 +319,28 @@ class BranchChoiceSerializer(serializers.Serializer[Any]):
 
 
 class AttachmentSerializer(serializers.Serializer[Any]):
-    """An image uploaded for the next message."""
+    """An image or document uploaded for the next message."""
 
     id = serializers.UUIDField()
     mime = serializers.CharField()
     size = serializers.IntegerField()
+    name = serializers.CharField(required=False, help_text="A document's file name.")
+    pages = serializers.IntegerField(
+        required=False, allow_null=True, help_text="A PDF's page count (null otherwise)."
+    )
+    preview = serializers.CharField(
+        required=False, help_text="A document's first page's text, shortened."
+    )
 
 
 class AttachmentUploadSerializer(serializers.Serializer[Any]):
-    file = serializers.FileField(help_text="A PNG, JPEG, GIF or WebP image.")
+    file = serializers.FileField(
+        help_text="A PNG, JPEG, GIF or WebP image, or a PDF, DOCX, plain text, Markdown or CSV "
+        "document."
+    )
 
 
-class CompactSerializer(serializers.Serializer[Any]):
+class CompactSerializer(StrictJson, serializers.Serializer[Any]):
     focus = serializers.CharField(max_length=2000, required=False, allow_blank=True)
 
 
@@ -353,6 +358,7 @@ class RunSerializer(serializers.Serializer[Any]):
             "error",
             "interrupted",
             "awaiting_approval",
+            "awaiting_input",
         ]
     )
     stop_reason = serializers.CharField(
@@ -377,6 +383,18 @@ class RunSerializer(serializers.Serializer[Any]):
 # -- transcripts: the shapes of ``orkestrel.protocol`` (``MessagePayload``, ``SectionPayload``) --
 
 
+class DocumentSerializer(serializers.Serializer[Any]):
+    """A document on a user message, as the transcript shows it (never its bytes)."""
+
+    name = serializers.CharField()
+    mime = serializers.CharField()
+    size = serializers.IntegerField()
+    pages = serializers.IntegerField(allow_null=True, help_text="A PDF's pages; null otherwise.")
+    preview = serializers.CharField(
+        allow_blank=True, help_text="The start of its first page's text (empty: none)."
+    )
+
+
 class MessageSerializer(serializers.Serializer[Any]):
     """A committed message; ``html`` is its sanitized rendering ("" where none is shown)."""
 
@@ -399,6 +417,9 @@ class MessageSerializer(serializers.Serializer[Any]):
     thinking_ms = serializers.IntegerField(
         allow_null=True, help_text="How long the reasoning took, in milliseconds (null: unknown)."
     )
+    documents = DocumentSerializer(
+        many=True, help_text="The documents a user message carries (empty on others)."
+    )
 
 
 class SectionSerializer(serializers.Serializer[Any]):
@@ -411,12 +432,27 @@ class SectionSerializer(serializers.Serializer[Any]):
     messages = MessageSerializer(many=True)
 
 
+class AnswerModelSerializer(serializers.Serializer[Any]):
+    """The model that wrote an answer."""
+
+    model = serializers.CharField(help_text="`<endpoint>/<model>` as its run called it.")
+    response_model = serializers.CharField(
+        allow_blank=True, help_text="The model the provider reported answering; empty if none."
+    )
+
+
 class TranscriptSerializer(serializers.Serializer[Any]):
     """The sections' summaries and a page of the live tail, oldest first."""
 
     sections = SectionSerializer(many=True)
     messages = MessageSerializer(many=True)
     earlier = serializers.IntegerField(help_text="Live messages before this page.")
+    models = serializers.DictField(
+        child=AnswerModelSerializer(),
+        required=False,
+        help_text="Which model wrote each answer of the page, by message id (answers of no "
+        "known run are absent).",
+    )
 
 
 class SectionsSerializer(serializers.Serializer[Any]):

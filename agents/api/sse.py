@@ -15,6 +15,7 @@ from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
 from orkestrel.protocol import encode_text
+from orkestrel.telemetry.metrics import follower
 
 __all__ = ["HEARTBEAT_SECONDS", "EventStreamRenderer", "event_stream", "format_event"]
 
@@ -57,8 +58,15 @@ async def _events(
 ) -> AsyncIterator[str]:
     # Every frame that is ready goes out in one chunk: no task or timer per frame (a stream
     # must keep up with its run); a quiet stream gets a keep-alive comment instead.
-    async for batch in batches:
-        yield ": keep-alive\n\n" if batch is None else "".join(format_event(f, ids) for f in batch)
+    release = follower("sse")
+    try:
+        async for batch in batches:
+            if batch is None:
+                yield ": keep-alive\n\n"
+            else:
+                yield "".join(format_event(frame, ids) for frame in batch)
+    finally:
+        release()
 
 
 def event_stream(

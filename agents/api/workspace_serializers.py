@@ -14,6 +14,8 @@ from rest_framework import serializers
 from orkestrel.core import Range, range_of
 from workspaces.services import Extend, FileEdit, Move, Replace, WriteRange
 
+from .strict import StrictJson
+
 __all__ = [
     "FileDetailSerializer",
     "FileEditSerializer",
@@ -130,7 +132,7 @@ class FileReadQuerySerializer(serializers.Serializer[Any]):
         return {**attrs, "span": range_of(*start, *end)}
 
 
-class FileTextSerializer(serializers.Serializer[Any]):
+class FileTextSerializer(StrictJson, serializers.Serializer[Any]):
     """A whole text file (UTF-8, at most 1 MB)."""
 
     text = serializers.CharField(allow_blank=True, trim_whitespace=False)
@@ -142,11 +144,11 @@ class FileUploadSerializer(serializers.Serializer[Any]):
     file = serializers.FileField(allow_empty_file=True)
 
 
-class _Op(serializers.Serializer[Any]):
+class _Op(StrictJson, serializers.Serializer[Any]):
     op = serializers.ChoiceField(choices=["write", "prepend", "append", "replace", "move"])
 
 
-class WriteEditSerializer(serializers.Serializer[Any]):
+class WriteEditSerializer(StrictJson, serializers.Serializer[Any]):
     """Replace a span of a text file with ``text`` (an empty span inserts)."""
 
     op = serializers.ChoiceField(choices=["write"])
@@ -158,7 +160,7 @@ class WriteEditSerializer(serializers.Serializer[Any]):
         return WriteRange(range=_range(data["range"]), text=data["text"])
 
 
-class ExtendEditSerializer(serializers.Serializer[Any]):
+class ExtendEditSerializer(StrictJson, serializers.Serializer[Any]):
     """Add ``text`` at the start (``prepend``) or the end (``append``) of a text file."""
 
     op = serializers.ChoiceField(choices=["prepend", "append"])
@@ -168,7 +170,7 @@ class ExtendEditSerializer(serializers.Serializer[Any]):
         return Extend(op=self.validated_data["op"], text=self.validated_data["text"])
 
 
-class ReplaceEditSerializer(serializers.Serializer[Any]):
+class ReplaceEditSerializer(StrictJson, serializers.Serializer[Any]):
     """Replace matches of ``search`` in the file by the literal ``replace``."""
 
     op = serializers.ChoiceField(choices=["replace"])
@@ -207,7 +209,7 @@ class ReplaceEditSerializer(serializers.Serializer[Any]):
         )
 
 
-class MoveEditSerializer(serializers.Serializer[Any]):
+class MoveEditSerializer(StrictJson, serializers.Serializer[Any]):
     """Give the file another path (an occupied path is a 409)."""
 
     op = serializers.ChoiceField(choices=["move"])

@@ -30,6 +30,7 @@ from orkestrel.protocol import result_payload
 from ..models import AgentJob, AgentProfile, config_revision_subquery
 from ..runtime.profile_config import ProfileConfig, profile_config
 from ..runtime.progress import ProgressPayload
+from ..usage.charge import KeyRef
 
 __all__ = [
     "LOST_RERUNS",
@@ -87,6 +88,8 @@ class JobSpec:
     retries: int
     allow_partial: bool
     depth: int = 0
+    # The API key that enqueued the job (or its root): its usage is charged to it.
+    key: KeyRef | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +166,17 @@ def create_job(
     owner: str,
     parent: str | None = None,
     depth: int = 0,
+    key: KeyRef | None = None,
 ) -> AgentJob:
-    """Store a new job, held by ``owner`` from the start (durable once this returns)."""
+    """Store a new job, held by ``owner`` from the start (durable once this returns); its
+    usage is charged to ``key`` (a delegated job's: to its parent's key)."""
+    if key is None and parent is not None:
+        found = AgentJob.objects.filter(pk=parent).values_list("key_id", "key_name").first()
+        if found is not None and found[0] is not None:
+            key = KeyRef(found[0], found[1])
     return AgentJob.objects.create(
+        key_id=key.id if key is not None else None,
+        key_name=key.name if key is not None else "",
         user_id=user_id,
         profile=profile,
         job=dict(job),
@@ -312,6 +323,7 @@ def start_job(job_id: str, owner: str) -> JobSpec | Outcome | None:
         retries=row.retries,
         allow_partial=row.allow_partial,
         depth=row.depth,
+        key=KeyRef(row.key_id, row.key_name) if row.key_id is not None else None,
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 
 from orkestrel.core import AbortSignal, Agent, AgentJobInput, AgentRegistry, WorkspaceManager
+from orkestrel.telemetry.observer import observe
 
 from ..authority import PolicyAuthority
 from ..runtime.caps import Bounds, Caps
@@ -29,6 +30,7 @@ from ..runtime.progress import ProgressMeter, TextTap
 from ..runtime.providers import provider_for
 from ..runtime.registry import ToolContext
 from ..runtime.sources import RunSources, usable_servers
+from ..runtime.telemetry import job_labels
 from ..runtime.toolset import RowTools
 from .delegation import JobDelegator, job_tools
 from .records import JobSpec
@@ -117,6 +119,13 @@ class ProfileRegistry(AgentRegistry):
         """The kit's agent for ``job``, equipped with the profile's context and tools."""
         agent = super().build(self.resolve(job), signal)
         self._equip(agent)
+        # Its spans and series, when traces or metrics are on (each attempt its own).
+        spec = self.spec
+        agent.observer = observe(
+            lambda: job_labels(
+                spec.record.id, spec.profile, spec.config.endpoint, spec.config.rules
+            )
+        )
         if self.meter is not None:
             self.meter.watch(agent)
         return agent

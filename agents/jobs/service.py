@@ -28,10 +28,10 @@ the row, which anyone may read, lags the job by at most one heartbeat.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -47,9 +47,14 @@ from orkestrel.core import (
     create_agent_queue,
 )
 from orkestrel.db import in_thread, parse_id
+from orkestrel.request_scope import bind_run, context_of_its_own
+from orkestrel.telemetry.propagation import outgoing
 
 from ..models import AgentJob
 from ..runtime.progress import ProgressMeter, ProgressPayload
+from ..usage.charge import current_key
+from ..usage.enforcement import enforce
+from .accounting import settle_job
 from .delegation import JobDelegator, Parent
 from .records import (
     Claim,
@@ -62,7 +67,6 @@ from .records import (
     claim_job,
     create_job,
     expire_leases,
-    finish_job,
     get_job,
     others_open,
     outcome_of,
@@ -104,8 +108,9 @@ Status = AgentJob.Status
 
 def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     """A task in a context of its own: its database hops go to the shared database thread,
-    not to the thread of the request that started it (which it outlives)."""
-    return asyncio.get_running_loop().create_task(work, context=contextvars.Context())
+    not to the thread of the request that started it (which it outlives). Only the request's
+    id and trace go on in it (``context_of_its_own``)."""
+    return asyncio.get_running_loop().create_task(work, context=context_of_its_own())
 
 
 @dataclass
@@ -151,7 +156,8 @@ def publish(job_ids: Sequence[str]) -> list[str]:
     failed: list[str] = []
     for job_id in job_ids:
         try:
-            celery_app.send_task(RUN_JOB, args=[job_id], task_id=job_id)
+            # The trace that enqueued the job goes with it (``traceparent``; none when off).
+            celery_app.send_task(RUN_JOB, args=[job_id], task_id=job_id, headers=outgoing())
         except Exception:  # noqa: BLE001 - the job stays queued; the next expiry resends it
             logger.warning("could not send agent job %s to the broker", job_id, exc_info=True)
             failed.append(job_id)
@@ -200,6 +206,11 @@ class JobService:
         one until a worker claims it; a job the broker refused is sent again later.
         """
         workers = self.on_workers
+        key = current_key()
+        if request.parent is None:
+            # A job someone enqueues is held to their quotas (``QuotaExceeded``); a delegated
+            # one is part of its parent's work, which was.
+            await in_thread(enforce)(user_id, key)
         row = await in_thread(create_job)(
             user_id=user_id,
             profile=request.profile,
@@ -209,6 +220,7 @@ class JobService:
             owner="" if workers else self.owner,
             parent=request.parent,
             depth=request.depth,
+            key=key,
         )
         if workers:
             await self._dispatch([str(row.pk)])
@@ -422,6 +434,8 @@ class JobService:
                     live.abort()
 
     async def _execute(self, state: LoopState, job_id: str, live: LiveJob) -> None:
+        # Every line this job's task logs names it (its id stands for a conversation).
+        bind_run(None, job_id)
         # A child waits for no slot: its parent holds one while it waits for the child.
         slot: AbstractAsyncContextManager[object] = nullcontext() if live.child else state.slots
         try:
@@ -429,9 +443,12 @@ class JobService:
                 spec = await in_thread(start_job)(job_id, self.owner)
                 if not isinstance(spec, JobSpec):
                     return
+                began = time.monotonic()
                 outcome = await self._run(spec, live)
                 last = live.meter.progress.payload() if live.meter.version else None
-                await in_thread(finish_job)(job_id, self.owner, outcome, last)
+                elapsed = int((time.monotonic() - began) * 1000)
+                # Priced, and written to the usage ledger, with its settle.
+                await in_thread(settle_job)(spec, self.owner, outcome, last, elapsed)
         except Exception:
             # The row stays open: the next process start runs the job again.
             logger.exception("agent job %s could not be run", job_id)

@@ -21,6 +21,7 @@ from celery import Task
 from celery.signals import worker_ready, worker_shutdown
 
 from orkestrel.celery import WorkerLoop, app, stop_worker_loop, worker_loop
+from orkestrel.telemetry.propagation import message_carrier, within
 
 from .service import RUN_JOB, JobService, spawn
 
@@ -69,7 +70,9 @@ def run_job(self: Task, job_id: str) -> str:
     """
     node = self.request.hostname or "celery"
     part = job_worker(node)
-    verdict = worker_loop(node).call(part.service.run_here(job_id))
+    # In the trace that enqueued it, when traces are on.
+    carrier = message_carrier(self.request)
+    verdict = worker_loop(node).call(within(carrier, part.service.run_here(job_id)))
     logger.info("agent job %s: %s", job_id, verdict)
     return verdict
 

@@ -47,6 +47,8 @@ class ToolCatalog:
         self._entries: dict[str, _Entry] = {}
         # The latest listing of each server, whoever's credential listed it.
         self._latest: dict[int | None, tuple[OfferedTool, ...]] = {}
+        # Whether each server (by key) said it has resources, at its latest listing.
+        self._resources: dict[str, bool] = {}
 
     def fresh(self, endpoint: McpEndpoint) -> tuple[OfferedTool, ...] | None:
         """The server's tools while its listing is fresh, else ``None``."""
@@ -72,6 +74,12 @@ class ToolCatalog:
         with self._lock:
             self._entries[endpoint.key] = _Entry(listing.tools, self._clock() + ttl)
             self._latest[endpoint.pk] = listing.tools
+            self._resources[endpoint.key] = listing.resources
+
+    def offers_resources(self, endpoint: McpEndpoint) -> bool:
+        """Whether the server had resources when it was last listed (``False``: never listed)."""
+        with self._lock:
+            return self._resources.get(endpoint.key, False)
 
     def evict(self, endpoint: McpEndpoint) -> None:
         """Make the server's listing stale (it announced a change); kept as the last known."""
@@ -84,6 +92,7 @@ class ToolCatalog:
         with self._lock:
             self._entries.clear()
             self._latest.clear()
+            self._resources.clear()
 
 
 # The process's catalog (tests clear it between cases).

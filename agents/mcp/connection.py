@@ -1,7 +1,8 @@
 """One live connection to an MCP server: the SDK's ``Client`` held by a task of its own.
 
-The server is reached over Streamable HTTP, or started as a sandboxed stdio process
-(``stdio``) that lives as long as the connection.
+The server is reached over Streamable HTTP (or the older HTTP+SSE transport, for a URL whose
+path ends in ``/sse``), or started as a sandboxed stdio process (``stdio``) that lives as long
+as the connection.
 
 The SDK's client is an anyio context: it must be left by the task that entered it, and when
 the server drops, it cancels that task. So neither a run's task nor a tool call's may hold
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,12 +29,14 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client._transport import Transport
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .endpoint import McpEndpoint, OfferedTool
 from .errors import McpError, McpRefused, McpTimeout, McpUnreachable
+from .oauth_refresh import access_token
 from .stdio import StdioProcess
 
 __all__ = ["Listing", "McpConnection"]
@@ -54,6 +57,8 @@ class Listing:
 
     tools: tuple[OfferedTool, ...]
     ttl_seconds: float | None
+    # The server has resources (then the model gets a tool to list and read them).
+    resources: bool = False
 
 
 class McpConnection:
@@ -98,12 +103,22 @@ class McpConnection:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        return Listing(tuple(tools), ttl)
+        return Listing(tuple(tools), ttl, client.server_capabilities.resources is not None)
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
         """Call the server's tool ``name`` (its own name, not the model's)."""
         client = await self._connected()
         return await self._bounded(client.call_tool(name, dict(arguments)))
+
+    async def ask[T](self, request: Callable[[Client], Awaitable[T]]) -> T:
+        """Any other request (prompts, resources): ``request`` is given the SDK client; bounded
+        by the call timeout, its failures told as ``McpError``s."""
+        client = await self._connected()
+        return await self._bounded(request(client))
+
+    async def capabilities(self) -> types.ServerCapabilities:
+        """What the server said it offers at the handshake (connecting if need be)."""
+        return (await self._connected()).server_capabilities
 
     async def close(self) -> None:
         """Close the connection, if one is open (it may open again on the next use)."""
@@ -193,12 +208,34 @@ class McpConnection:
             yield process.transport()
             return
         timeout = httpx2.Timeout(endpoint.call_timeout, connect=endpoint.connect_timeout)
-        async with httpx2.AsyncClient(
-            headers=endpoint.request_headers(),
-            timeout=timeout,
-            event_hooks={"response": [self._saw_response]},
-        ) as http:
+        headers = endpoint.request_headers()
+        if endpoint.oauth:
+            headers["Authorization"] = f"Bearer {await access_token(endpoint)}"
+        if endpoint.legacy_sse:
+            yield sse_client(
+                endpoint.url,
+                headers=headers,
+                timeout=endpoint.connect_timeout,
+                sse_read_timeout=IDLE_SECONDS * 2,
+                httpx_client_factory=self._http_client,
+            )
+            return
+        async with self._http_client(headers, timeout) as http:
             yield streamable_http_client(endpoint.url, http_client=http)
+
+    def _http_client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """An HTTP client sending ``headers`` that watches for refused credentials."""
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+            event_hooks={"response": [self._saw_response]},
+        )
 
     async def _until_closed_or_idle(self, closing: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()

@@ -14,16 +14,23 @@ from django.db.models import Q
 
 from ..models import McpCredential, McpServer
 from .endpoint import McpEndpoint, UserCredential, endpoint_of
-from .sealing import unseal
+from .oauth_grant import OAuthGrant
+from .sealing import seal, unseal
 
 __all__ = [
     "CredentialSlot",
     "credential_of",
     "credential_slots",
     "enter_credential",
+    "oauth_endpoint",
     "remove_credential",
+    "store_grant",
     "with_credentials",
 ]
+
+
+# The kinds of authentication where each user brings their own credential.
+PER_USER = (McpServer.Auth.USER_TOKEN, McpServer.Auth.OAUTH)
 
 
 def credential_of(user_id: int, sealed: str | None) -> UserCredential:
@@ -67,6 +74,8 @@ class CredentialSlot:
     in_use: bool
     state: Literal["present", "missing", "unreadable"]
     updated: datetime | None
+    # The user connects an account (OAuth) rather than entering a token.
+    oauth: bool = False
 
 
 def _group_ids(user_id: int) -> frozenset[int]:
@@ -82,9 +91,7 @@ def credential_slots(user_id: int) -> list[CredentialSlot]:
         for credential in McpCredential.objects.filter(user_id=user_id)
     }
     rows = (
-        McpServer.objects.filter(
-            Q(enabled=True, auth=McpServer.Auth.USER_TOKEN) | Q(pk__in=list(kept))
-        )
+        McpServer.objects.filter(Q(enabled=True, auth__in=PER_USER) | Q(pk__in=list(kept)))
         .prefetch_related("users", "groups")
         .order_by("name")
     )
@@ -99,9 +106,7 @@ def credential_slots(user_id: int) -> list[CredentialSlot]:
     slots: list[CredentialSlot] = []
     for row in rows:
         in_use = (
-            row.enabled
-            and row.auth == McpServer.Auth.USER_TOKEN
-            and endpoint_of(row).admits(user_id, groups_of)
+            row.enabled and row.auth in PER_USER and endpoint_of(row).admits(user_id, groups_of)
         )
         credential = kept.get(row.pk)
         if not in_use and credential is None:
@@ -115,6 +120,7 @@ def credential_slots(user_id: int) -> list[CredentialSlot]:
                 bool(in_use),
                 state,
                 credential.updated if credential else None,
+                row.auth == McpServer.Auth.OAUTH,
             )
         )
     return slots
@@ -123,13 +129,36 @@ def credential_slots(user_id: int) -> list[CredentialSlot]:
 def enter_credential(user_id: int, server: str, token: str) -> CredentialSlot:
     """Enter or replace ``user_id``'s token for ``server`` (``LookupError``: not one they may
     enter a token for; ``ValidationError``: not a token)."""
-    slot = next((s for s in credential_slots(user_id) if s.name == server and s.in_use), None)
+    slot = next(
+        (s for s in credential_slots(user_id) if s.name == server and s.in_use and not s.oauth),
+        None,
+    )
     if slot is None:
         raise LookupError(server)
     credential = McpCredential.objects.store(
         user_id=user_id, server_id=slot.server_id, token=token.strip()
     )
     return replace(slot, state="present", updated=credential.updated)
+
+
+def oauth_endpoint(user_id: int, server: str) -> McpEndpoint:
+    """The endpoint of ``server``, one ``user_id`` may connect their account to (``LookupError``:
+    no such server open to them, or not an OAuth one)."""
+    slot = next(
+        (s for s in credential_slots(user_id) if s.name == server and s.in_use and s.oauth), None
+    )
+    if slot is None:
+        raise LookupError(server)
+    return endpoint_of(McpServer.objects.get(pk=slot.server_id), related=False)
+
+
+def store_grant(user_id: int, server_id: int | None, grant: OAuthGrant) -> None:
+    """Seal ``user_id``'s OAuth grant for the server (just connected, or refreshed)."""
+    if server_id is None:
+        return
+    McpCredential.objects.update_or_create(
+        user_id=user_id, server_id=server_id, defaults={"sealed": seal(grant.to_json())}
+    )
 
 
 def remove_credential(user_id: int, server: str) -> bool:

@@ -8,9 +8,11 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from ..models import McpServer
 from .errors import McpCredentialMissing, McpUserCredentialMissing
+from .oauth_grant import OAuthGrant
 
 __all__ = ["McpEndpoint", "OfferedTool", "UserCredential", "endpoint_of", "load_profile_servers"]
 
@@ -75,6 +77,8 @@ class McpEndpoint:
     bearer_env: str = ""
     # Each user sends their own token (``credential``, set for the run's user).
     per_user: bool = False
+    # The user's token comes from their OAuth connection (``credential`` holds the grant).
+    oauth: bool = False
     credential: UserCredential | None = None
     connect_timeout: float = 5.0
     call_timeout: float = 30.0
@@ -106,6 +110,12 @@ class McpEndpoint:
         )
         return f"{self.name}:{hashlib.sha256(material.encode()).hexdigest()[:16]}"
 
+    @property
+    def legacy_sse(self) -> bool:
+        """Whether the URL names the older HTTP+SSE transport's stream (its path ends in
+        ``/sse``) rather than a Streamable HTTP endpoint."""
+        return bool(self.url) and urlsplit(self.url).path.rstrip("/").endswith("/sse")
+
     def bearer_token(self) -> str:
         """The token in the server's variable, read now (``""``: it names none)."""
         if not self.bearer_env:
@@ -122,18 +132,33 @@ class McpEndpoint:
         headers = dict(self.headers)
         if self.bearer_env:
             headers["Authorization"] = f"Bearer {self.bearer_token()}"
-        if self.per_user:
+        if self.per_user and not self.oauth:
             headers["Authorization"] = f"Bearer {self._user_token()}"
         return headers
 
-    def _user_token(self) -> str:
+    def oauth_grant(self) -> OAuthGrant:
+        """The user's OAuth grant for this server (``McpUserCredentialMissing``: they have not
+        connected, or the connection can no longer be read)."""
+        grant = OAuthGrant.from_json(self._user_token(connect=True))
+        if grant is None:
+            raise McpUserCredentialMissing(
+                f"MCP server {self.name!r}: connect your account in {CREDENTIAL_PAGE}"
+            )
+        return grant
+
+    def _user_token(self, connect: bool = False) -> str:
         credential = self.credential
+        verb = "connect your account" if connect else "enter it"
         if credential is not None and credential.state == "unreadable":
             raise McpUserCredentialMissing(
                 f"MCP server {self.name!r}: your credential can no longer be read (the "
-                f"server's key changed): enter it again in {CREDENTIAL_PAGE}"
+                f"server's key changed): {verb} again in {CREDENTIAL_PAGE}"
             )
         if credential is None or credential.state != "present" or not credential.token:
+            if connect:
+                raise McpUserCredentialMissing(
+                    f"MCP server {self.name!r} needs your account: connect it in {CREDENTIAL_PAGE}"
+                )
             raise McpUserCredentialMissing(
                 f"MCP server {self.name!r} needs your credential: add it in {CREDENTIAL_PAGE}"
             )
@@ -178,7 +203,8 @@ def endpoint_of(row: McpServer, *, related: bool = True) -> McpEndpoint:
         network=row.network,
         headers={str(k): str(v) for k, v in (row.headers or {}).items()},
         bearer_env=row.bearer_env if row.auth == McpServer.Auth.BEARER_ENV else "",
-        per_user=row.auth == McpServer.Auth.USER_TOKEN,
+        per_user=row.auth in (McpServer.Auth.USER_TOKEN, McpServer.Auth.OAUTH),
+        oauth=row.auth == McpServer.Auth.OAUTH,
         connect_timeout=row.connect_timeout,
         call_timeout=row.call_timeout,
         allowed_tools=tuple(row.allowed_tools) if row.allowed_tools is not None else None,

@@ -8,13 +8,21 @@ result raises ``McpToolError`` with the server's text, which the model reads as 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, TypedDict
 
 import mcp_types as types
+from django.conf import settings
 
 from .errors import McpError
 
-__all__ = ["DisplayedImage", "ImagesDisplay", "McpToolError", "payload_of"]
+__all__ = ["SHOWN_IMAGE_TYPES", "DisplayedImage", "ImagesDisplay", "McpToolError", "payload_of"]
+
+# Raster types a browser draws from a ``data:`` URL with nothing to run (no SVG); others are
+# told to the model and not shown. At most this many per call.
+SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+MAX_SHOWN_IMAGES = 8
+_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 
 
 class McpToolError(McpError):
@@ -35,11 +43,23 @@ class ImagesDisplay(TypedDict):
     images: list[DisplayedImage]
 
 
+def _shown(block: types.ImageContent) -> bool:
+    """Whether the tool card may draw ``block`` (a raster type, base64, within the image size)."""
+    limit = settings.ORKESTREL["MAX_IMAGE_BYTES"]
+    return (
+        block.mime_type in SHOWN_IMAGE_TYPES
+        and len(block.data) * 3 // 4 <= limit
+        and bool(_BASE64.match(block.data))
+    )
+
+
 def _text(block: types.ContentBlock) -> str | None:
     match block:
         case types.TextContent():
             return block.text
         case types.ImageContent():
+            if not _shown(block):
+                return f"[image {block.mime_type}, not shown]"
             return f"[image {block.mime_type} shown to the user]"
         case types.AudioContent():
             return f"[audio {block.mime_type}, not shown]"
@@ -60,10 +80,10 @@ def payload_of(result: types.CallToolResult, server: str, tool: str) -> dict[str
         detail = "\n".join(texts) or "the tool failed"
         raise McpToolError(f"{server}/{tool} failed: {detail}")
     images: list[DisplayedImage] = [
-        {"mime": block.mime_type, "data": block.data}
+        DisplayedImage(mime=block.mime_type, data=block.data)
         for block in result.content
-        if isinstance(block, types.ImageContent)
-    ]
+        if isinstance(block, types.ImageContent) and _shown(block)
+    ][:MAX_SHOWN_IMAGES]
     value: Any = (
         result.structured_content if result.structured_content is not None else "\n".join(texts)
     )

@@ -132,15 +132,22 @@ def waiting_text(approvals: Sequence[ApprovalPayload], conversation: str, why: s
 @dataclass(frozen=True, slots=True)
 class Hold:
     """What an input-required result asks to come back with (its ``requestState``, sealed by
-    the SDK): the conversation, the runs of the answer so far, the approvals asked."""
+    the SDK): the conversation, the runs of the answer so far, the approvals asked (or the
+    questions the model asked: ``agents.mcp_server.questions``)."""
 
     conversation: str
     runs: tuple[int, ...]
     approvals: tuple[int, ...]
+    questions: tuple[int, ...] = ()
 
     def encode(self) -> str:
         return json.dumps(
-            {"conversation": self.conversation, "runs": self.runs, "approvals": self.approvals}
+            {
+                "conversation": self.conversation,
+                "runs": self.runs,
+                "approvals": self.approvals,
+                "questions": self.questions,
+            }
         )
 
     @classmethod
@@ -148,6 +155,7 @@ class Hold:
         """The state this server minted (the SDK verified its seal); ``ValueError`` if not."""
         data = json.loads(text)
         runs, approvals = data["runs"], data["approvals"]
+        questions = data.get("questions", [])
         if not (
             isinstance(data["conversation"], str)
             and isinstance(runs, list)
@@ -155,6 +163,8 @@ class Hold:
             and all(isinstance(run, int) for run in runs)
             and isinstance(approvals, list)
             and all(isinstance(approval, int) for approval in approvals)
+            and isinstance(questions, list)
+            and all(isinstance(question, int) for question in questions)
         ):
             raise ValueError("not a hold")
-        return cls(data["conversation"], tuple(runs), tuple(approvals))
+        return cls(data["conversation"], tuple(runs), tuple(approvals), tuple(questions))

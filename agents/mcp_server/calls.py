@@ -26,10 +26,12 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from conversations.approvals import ApprovalRefused, Decision, pending_approvals
 from conversations.models import Conversation, Run
+from conversations.questions import QuestionRefused, pending_questions
 from orkestrel.db import in_thread
-from orkestrel.protocol import ApprovalPayload
+from orkestrel.protocol import ApprovalPayload, QuestionPayload
 
 from ..runs import ConversationSeed, RunHandle, RunRecord, run_service
+from ..runs import questions as answering
 from ..runs.errors import (
     AwaitingApproval,
     Busy,
@@ -39,6 +41,8 @@ from ..runs.errors import (
     UnknownProfile,
 )
 from ..runtime.spec import ModelUnavailable
+from ..usage.charge import KeyRef, charge_key
+from ..usage.enforcement import QuotaExceeded
 from .access import CALLER, Caller
 from .approvals import (
     FORM_SCHEMA,
@@ -50,6 +54,14 @@ from .approvals import (
     held_calls,
     input_key,
     waiting_text,
+)
+from .questions import (
+    answer_of,
+    asked_text,
+    question_form,
+    question_key,
+    question_request,
+    run_questions,
 )
 from .tools import (
     Ask,
@@ -69,6 +81,10 @@ Context = ServerRequestContext[Any, Any]
 # this only covers a decision whose run another process resumes).
 NEXT_RUN_SECONDS = 30.0
 NEXT_RUN_POLL = (0.02, 0.5)
+# How long a form sent during a call (revisions before 2026-07-28) may wait for the person:
+# then the call answers what still waits (it stays answerable in the chat and the API)
+# rather than holding the request open for ever.
+FORM_SECONDS = 600.0
 
 
 def caller_of(ctx: Context) -> Caller:
@@ -107,12 +123,16 @@ async def _start(caller: Caller, slug: str, ask: Ask) -> RunHandle:
         seed = ConversationSeed(profile=slug, origin=Conversation.Origin.MCP)
     else:
         conversation = await in_thread(conversation_check)(caller.user_id, ask.conversation, slug)
+    # The run's usage is charged to the key (the usage ledger), and held to its quotas.
+    charge_key(KeyRef(caller.key_id, ""))
     try:
         return await run_service.start(
             user_id=caller.user_id, conversation_id=conversation, content=ask.message, seed=seed
         )
     except (UnknownProfile, ProfileForbidden):
         raise ToolRefused("unknown_tool", f"Unknown tool: {slug!r}.") from None
+    except QuotaExceeded as error:
+        raise ToolRefused(error.code, str(error)) from None
     except AwaitingApproval:
         waiting = await in_thread(pending_approvals)(conversation)
         raise ToolRefused(
@@ -145,8 +165,17 @@ async def _settle(
         run_id = runs[-1]
         await run_service.wait(run_id)
         record = await run_service.get(user_id=caller.user_id, run_id=run_id)
-        if record.status != Run.Status.AWAITING_APPROVAL:
+        if record.status not in PAUSED:
             return await _finished(caller, conversation, runs, record)
+        # A question (``ask_user``) first, then the calls the same run holds, if any.
+        questions = await in_thread(run_questions)(run_id)
+        if questions:
+            replied = await _ask_user(ctx, caller, slug, conversation, runs, questions)
+            if replied is not None:
+                return replied
+            if not await in_thread(_paused)(run_id):
+                runs = (*runs, await _next_run(conversation, run_id))
+                continue
         held = await in_thread(held_calls)(run_id)
         if held:
             asked = await _ask(ctx, caller, slug, conversation, runs, held)
@@ -182,13 +211,21 @@ async def _ask(
     for approval in held:
         form = elicitation(approval, slug)
         try:
-            result = await ctx.session.elicit_form(
-                form.message, FORM_SCHEMA, related_request_id=ctx.request_id
-            )
+            result = await _form(ctx, form.message, FORM_SCHEMA)
         except NoBackChannelError:
             return _waiting(held, conversation, "This connection cannot ask for a decision.")
         decisions[approval["id"]] = decision_of(result)
     return await _decide(caller, conversation, ids, decisions)
+
+
+async def _form(ctx: Context, message: str, schema: Any) -> ElicitResult | None:
+    """The person's answer to a form sent during the call; ``None`` when none came within
+    ``FORM_SECONDS`` (what it asked keeps waiting)."""
+    try:
+        async with asyncio.timeout(FORM_SECONDS):
+            return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+    except TimeoutError:
+        return None
 
 
 async def _answered(
@@ -203,6 +240,19 @@ async def _answered(
             "invalid_state", "The call's requestState is not one this server sent."
         ) from None
     responses = params.input_responses or {}
+    if hold.questions:
+        answers: dict[int, str | None] = {}
+        for question in hold.questions:
+            response = responses.get(f"question-{question}")
+            answers[question] = answer_of(response if isinstance(response, ElicitResult) else None)
+        left = await _answer(caller, hold.conversation, hold.questions, answers)
+        if left is not None:
+            return left
+        if await in_thread(_paused)(hold.runs[-1]):
+            # Calls of the same run wait too: ask about them now.
+            return await _settle(ctx, caller, params.name, hold.conversation, hold.runs)
+        runs = (*hold.runs, await _next_run(hold.conversation, hold.runs[-1]))
+        return await _settle(ctx, caller, params.name, hold.conversation, runs)
     decisions: dict[int, Decision | None] = {}
     for approval in hold.approvals:
         response = responses.get(f"approval-{approval}")
@@ -247,6 +297,91 @@ async def _decide(
     if waiting:
         return _waiting(waiting, conversation, "A call was left undecided.")
     return None
+
+
+PAUSED = (Run.Status.AWAITING_APPROVAL, Run.Status.AWAITING_INPUT)
+
+
+def _paused(run_id: int) -> bool:
+    return Run.objects.filter(pk=run_id, status__in=PAUSED).exists()
+
+
+async def _ask_user(
+    ctx: Context,
+    caller: Caller,
+    slug: str,
+    conversation: str,
+    runs: tuple[int, ...],
+    questions: list[QuestionPayload],
+) -> CallToolResult | InputRequiredResult | None:
+    """Ask the client the model's questions: ``None`` once they are all answered, else what
+    to answer now."""
+    ids = [question["id"] for question in questions]
+    if not can_answer(ctx.session.client_capabilities):
+        return _unanswered(questions, conversation, "The agent asks you a question.")
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return InputRequiredResult(
+            input_requests={
+                question_key(question): question_request(question, slug) for question in questions
+            },
+            request_state=Hold(conversation, runs, (), questions=tuple(ids)).encode(),
+        )
+    answers: dict[int, str | None] = {}
+    for question in questions:
+        form = question_form(question, slug)
+        try:
+            result = await _form(ctx, form.message, form.requested_schema)
+        except NoBackChannelError:
+            return _unanswered(questions, conversation, "This connection cannot ask.")
+        answers[question["id"]] = answer_of(result)
+    return await _answer(caller, conversation, ids, answers)
+
+
+async def _answer(
+    caller: Caller,
+    conversation: str,
+    questions: Sequence[int],
+    answers: Mapping[int, str | None],
+) -> CallToolResult | None:
+    """Give the client's answers (through the one seam the chat uses); ``None`` when no
+    question is left waiting, else the ``isError`` result naming the ones that are."""
+    for question in questions:
+        answer = answers.get(question)
+        if answer is None:
+            continue
+        try:
+            await answering.answer(
+                run_service.manager,
+                user_id=caller.user_id,
+                username=caller.username,
+                question_id=question,
+                answer=answer,
+            )
+        except LookupError:
+            raise ToolRefused("unknown_question", f"No question {question} of yours.") from None
+        except QuestionRefused as error:
+            if error.code != "answered":
+                raise ToolRefused("answer_refused", str(error)) from None
+            # Answered meanwhile, in the chat or the API: that answer stands.
+    waiting = [
+        question
+        for question in await in_thread(pending_questions)(conversation)
+        if question["id"] in questions
+    ]
+    if waiting:
+        return _unanswered(waiting, conversation, "A question was left unanswered.")
+    return None
+
+
+def _unanswered(
+    questions: Sequence[QuestionPayload], conversation: str, why: str
+) -> CallToolResult:
+    return refused(
+        "input_required",
+        asked_text(questions, conversation, why),
+        conversation=conversation,
+        questions=[question["id"] for question in questions],
+    )
 
 
 def _waiting(held: Sequence[ApprovalPayload], conversation: str, why: str) -> CallToolResult:

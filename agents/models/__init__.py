@@ -13,14 +13,17 @@ from .keys import ApiKey
 from .mcp import McpCredential, McpServer
 from .profiles import AgentProfile
 from .prompts import PromptTemplate
+from .retention import RETENTION_KINDS, PurgeReport, RetentionKind
 from .revision import (
     ConfigRevision,
     bump_config_revision,
     config_revision_sql,
     config_revision_subquery,
 )
+from .schedules import Schedule, ScheduleRun, new_salt
 from .skills import Skill
 from .tools import Tool
+from .usage import Quota, UsageEntry
 
 __all__ = [
     "AgentJob",
@@ -33,11 +36,19 @@ __all__ = [
     "McpCredential",
     "McpServer",
     "PromptTemplate",
+    "PurgeReport",
     "ProviderEndpoint",
+    "Quota",
+    "RETENTION_KINDS",
+    "RetentionKind",
+    "Schedule",
+    "ScheduleRun",
     "Scope",
     "Skill",
     "Tool",
+    "UsageEntry",
     "bump_config_revision",
     "config_revision_sql",
     "config_revision_subquery",
+    "new_salt",
 ]

@@ -33,6 +33,12 @@ class ProviderEndpoint(models.Model):
 
     name = models.SlugField("name", max_length=64, unique=True)
     kind = models.CharField("kind", max_length=16, choices=Kind.choices)
+    enabled = models.BooleanField(
+        "enabled",
+        default=True,
+        help_text="Off: its models leave the model pickers and /v1/models, and a conversation "
+        "or profile using one is refused (409 model_unavailable) until it is on again.",
+    )
     base_url = models.URLField(
         "base URL", max_length=500, blank=True, help_text="Blank only for scripted endpoints."
     )
@@ -82,6 +88,15 @@ class ProviderEndpoint(models.Model):
         help_text="USD per million tokens, by model name: "
         '{"gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075, '
         '"cache_write": 0}}. A model without prices has no cost shown (not a cost of 0).',
+    )
+    document_models = models.JSONField(
+        "models reading documents",
+        default=list,
+        blank=True,
+        validators=[validate_name_list],
+        help_text="Model names here that read PDF files themselves (Anthropic document blocks, "
+        'OpenAI file parts), as a JSON list; ["*"] for every model. The others, and every '
+        "DOCX or text file, get the text extracted from the document.",
     )
     created = models.DateTimeField("created", auto_now_add=True)
     updated = models.DateTimeField("updated", auto_now=True)
@@ -162,6 +177,11 @@ class ProviderEndpoint(models.Model):
             if missing:
                 errors["models"] = f"Profiles use models missing from the list: {missing}."
         return errors
+
+    def reads_documents(self, model: str) -> bool:
+        """Whether ``model`` here takes a PDF natively (``document_models``)."""
+        listed = self.document_models if isinstance(self.document_models, list) else []
+        return "*" in listed or model in listed
 
     def price_of(self, model: str) -> Prices | None:
         """The prices of ``model`` here (``None``: not priced)."""

@@ -113,6 +113,9 @@ class AgentJob(models.Model):
         related_name="jobs",
         verbose_name="profile",
     )
+    # The key that enqueued it (its usage is charged to it); by id and name, no foreign key.
+    key_id = models.BigIntegerField("API key id", null=True, blank=True, editable=False)
+    key_name = models.CharField("API key name", max_length=100, blank=True, editable=False)
     job = models.JSONField(
         "job", help_text="The kit's job input: the profile as provider, messages, options."
     )

@@ -136,6 +136,7 @@ class McpServer(models.Model):
         NONE = "none", "None"
         BEARER_ENV = "bearer_env", "Bearer token from an environment variable"
         USER_TOKEN = "user_token", "Per-user credential (each user enters their own token)"
+        OAUTH = "oauth", "OAuth 2.1 per user (each user connects their own account)"
 
     name = models.CharField(
         "name",
@@ -298,7 +299,7 @@ class McpServer(models.Model):
             raise ValidationError({"command": "Give a URL or a stdio command, not both."})
         if self.command is None and not self.url:
             raise ValidationError({"url": "Give the server's URL, or a stdio command."})
-        if self.command is not None and self.auth == self.Auth.USER_TOKEN:
+        if self.command is not None and self.auth in (self.Auth.USER_TOKEN, self.Auth.OAUTH):
             raise ValidationError(
                 {
                     "auth": "A stdio server is one process for everyone: it cannot take each "

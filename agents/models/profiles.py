@@ -19,6 +19,16 @@ from .endpoints import ProviderEndpoint
 from .tools import Tool
 
 
+def _retention_days(kind: str, what: str) -> models.PositiveIntegerField[int | None, int | None]:
+    """A profile's override of how many days one kind of its records is kept."""
+    return models.PositiveIntegerField(
+        f"keep {kind} (days)",
+        null=True,
+        blank=True,
+        help_text=f"Days to keep {what}; empty: the setting's; 0: for ever.",
+    )
+
+
 class AgentProfileQuerySet(models.QuerySet["AgentProfile"]):
     def usable_by(self, user_id: int | None) -> AgentProfileQuerySet:
         """The profiles ``user_id`` may use: open ones (no users, no groups) and those naming
@@ -150,6 +160,17 @@ class AgentProfile(models.Model):
         verbose_name="may delegate to",
         help_text="Profiles this one's delegate tool may hand a task to; none: it may not.",
     )
+    # How long its records are kept (``agents.models.retention``): empty follows the setting
+    # (``ORKESTREL["RETENTION_DAYS"]``), 0 keeps them for ever.
+    retain_conversations_days = _retention_days("conversations", "since their last activity")
+    retain_runs_days = _retention_days("runs", "settled runs, since they finished")
+    retain_run_events_days = _retention_days(
+        "run events", "the frames a settled run stored for replay"
+    )
+    retain_approvals_days = _retention_days("approvals", "decided or expired tool approvals")
+    retain_decisions_days = _retention_days("authority decisions", "the tool calls' verdicts")
+    retain_tool_failures_days = _retention_days("tool failures", "failed tool calls' log")
+    retain_jobs_days = _retention_days("jobs", "settled agent jobs, since they finished")
     enabled = models.BooleanField("enabled", default=True)
     is_default = models.BooleanField("default profile", default=False)
     created = models.DateTimeField("created", auto_now_add=True)

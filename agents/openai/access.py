@@ -21,6 +21,7 @@ from orkestrel.db import in_thread
 from ..api.throttling import ApiKeyRateThrottle
 from ..models import ApiKey
 from ..models.keys import Scope
+from ..usage.charge import KeyRef, charge_key
 from .errors import OpenAIError, model_not_found
 
 __all__ = ["Caller", "authenticate"]
@@ -42,6 +43,7 @@ class Caller:
     username: str
     # The slugs the key may use; ``None``: every profile its user may.
     profiles: tuple[str, ...] | None = None
+    key_name: str = ""
 
     def allows_profile(self, slug: str) -> bool:
         """Whether the key may use the profile ``slug`` (its user's own access aside)."""
@@ -107,6 +109,7 @@ def _check(raw: str, scope: Scope) -> Caller:
         key_id=key.pk,
         username=key.user.get_username(),
         profiles=tuple(allowed) if allowed is not None else None,
+        key_name=key.name,
     )
 
 
@@ -117,6 +120,8 @@ async def authenticate(request: HttpRequest) -> Caller:
     if raw is None:
         raise INVALID_KEY
     caller = await in_thread(_check)(raw, _scope_of(request))
+    # What this request starts is charged to the key (the usage ledger).
+    charge_key(KeyRef(caller.key_id, caller.key_name))
     if caller.profiles is not None and request.method == "POST":
         model = _named_model(request)
         if model is not None and not caller.allows_profile(model):

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from orkestrel.core import Message, ResponseFormat, ToolCall, mint_id
+from orkestrel.core.documents import Document
 from orkestrel.protocol import Limits
 
 from ..runtime.overrides import RunOverrides
 from . import fields
+from .documents import data_url_document
 from .errors import bad_request
 from .steering import answer_format, schema_of, steering
 
@@ -33,6 +35,7 @@ class ChatRequest:
     stream: bool
     include_usage: bool
     overrides: RunOverrides
+    documents: tuple[Document, ...] = ()
 
 
 def _text(value: object, param: str, limits: Limits, *, nullable: bool = False) -> str:
@@ -60,16 +63,31 @@ def _text(value: object, param: str, limits: Limits, *, nullable: bool = False) 
     return value
 
 
-def _user(value: object, param: str, limits: Limits) -> tuple[str, tuple[str, ...]]:
-    """A user message's text and images (``image_url`` parts with ``data:`` URLs)."""
+def _user(
+    value: object, param: str, limits: Limits
+) -> tuple[str, tuple[str, ...], tuple[Document, ...]]:
+    """A user message's text, images (``image_url`` parts with ``data:`` URLs) and documents
+    (``file`` parts with ``file_data``)."""
     if not isinstance(value, list):
-        return _text(value, param, limits), ()
+        return _text(value, param, limits), (), ()
     texts: list[Any] = []
     images: list[str] = []
+    documents: list[Document] = []
     for index, part in enumerate(value):
         where = f"{param}[{index}]"
         entry = fields.object_field(part, where)
-        if entry.get("type") == "image_url":
+        if entry.get("type") == "file":
+            file = fields.object_field(entry.get("file"), f"{where}.file")
+            documents.append(
+                data_url_document(
+                    file.get("file_data"),
+                    file.get("filename"),
+                    f"{where}.file",
+                    len(documents),
+                    file_id=file.get("file_id"),
+                )
+            )
+        elif entry.get("type") == "image_url":
             image = fields.object_field(entry.get("image_url"), f"{where}.image_url")
             images.append(
                 fields.data_url_image(
@@ -78,7 +96,7 @@ def _user(value: object, param: str, limits: Limits) -> tuple[str, tuple[str, ..
             )
         else:
             texts.append(part)
-    return _text(texts, param, limits), tuple(images)
+    return _text(texts, param, limits), tuple(images), tuple(documents)
 
 
 def _calls(value: object, param: str) -> tuple[ToolCall, ...] | None:
@@ -124,8 +142,8 @@ def _message(item: object, index: int, limits: Limits) -> Message:
     if role in ("system", "developer"):
         return Message(mint_id(), "system", _text(content, where, limits))
     if role == "user":
-        text, images = _user(content, where, limits)
-        return Message(mint_id(), "user", text, images=images or None)
+        text, images, documents = _user(content, where, limits)
+        return Message(mint_id(), "user", text, images=images or None, documents=documents or None)
     if role == "assistant":
         calls = _calls(entry.get("tool_calls"), f"{param}.tool_calls")
         return Message(mint_id(), "assistant", _text(content, where, limits, nullable=True), calls)
@@ -190,8 +208,10 @@ def parse_chat_request(body: Mapping[str, Any], limits: Limits) -> ChatRequest:
         if value is not None:
             record[name] = value
     last = messages[-1]
+    documents: tuple[Document, ...] = ()
     if last.role == "user":
         history, content, images = tuple(messages[:-1]), last.content, tuple(last.images or ())
+        documents = tuple(last.documents or ())
     else:
         history, content, images = tuple(messages), None, ()
     return ChatRequest(
@@ -199,6 +219,7 @@ def parse_chat_request(body: Mapping[str, Any], limits: Limits) -> ChatRequest:
         history=history,
         content=content,
         images=images,
+        documents=documents,
         stream=stream,
         include_usage=include_usage,
         overrides=RunOverrides(

@@ -8,6 +8,19 @@ from dataclasses import dataclass
 
 from django.http import HttpResponse
 
+from orkestrel.refusals import Refusal
+
+from ..runs.errors import (
+    Busy,
+    ProfileForbidden,
+    StartFailed,
+    ToolClash,
+    TooManyRuns,
+    UnknownProfile,
+    UnknownToolCall,
+)
+from ..runtime.spec import ModelUnavailable
+
 __all__ = [
     "OpenAIError",
     "bad_request",
@@ -16,6 +29,7 @@ __all__ = [
     "model_forbidden",
     "model_not_found",
     "not_found",
+    "refused",
     "server_error",
     "unknown_url",
 ]
@@ -72,6 +86,49 @@ def server_error() -> OpenAIError:
     """Our own fault (``500``): the details are in the server's log, never the answer."""
     return OpenAIError(
         500, "The server had an error while answering.", type="server_error", code="server_error"
+    )
+
+
+def refused(refusal: Refusal, *, model: str) -> OpenAIError:
+    """``/v1``'s answer to a run service's refusal of a run on ``model``, in the words (and
+    statuses) OpenAI's SDKs know; a refusal it has no words for answers its own code."""
+    match refusal:
+        case UnknownProfile():
+            return model_not_found(model)
+        case ProfileForbidden():
+            return model_forbidden(model)
+        case ToolClash():
+            names = ", ".join(refusal.names)
+            message = f"Tool names clash with the agent's own tools: {names}."
+            return bad_request(message, "tools", "tool_name_clash")
+        case UnknownToolCall():
+            message = f"No tool call found for function call output with call_id {refusal.call_id}."
+            return bad_request(message, "input", "unknown_call_id")
+        case Busy():
+            return OpenAIError(
+                409,
+                "The conversation of previous_response_id is still running; wait for its response.",
+                param="previous_response_id",
+                code="conversation_busy",
+            )
+        case TooManyRuns():
+            return OpenAIError(
+                429, str(refusal), type="rate_limit_error", code="too_many_runs", retry_after=1
+            )
+        case ModelUnavailable():
+            return OpenAIError(409, str(refusal), param="previous_response_id", code=refusal.code)
+        case StartFailed():
+            return OpenAIError(
+                500,
+                "The agent profile could not be started; an operator must check its configuration.",
+                type="server_error",
+                code="profile_unavailable",
+            )
+    return OpenAIError(
+        refusal.status_code,
+        refusal.public_detail or str(refusal),
+        param=refusal.field,
+        code=refusal.code,
     )
 
 

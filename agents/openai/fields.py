@@ -209,7 +209,8 @@ def json_schema(value: object, param: str) -> Mapping[str, Any]:
 
 
 def function_tool(spec: Mapping[str, Any], param: str) -> ToolDefinition:
-    """One function tool: ``{"name", "description", "parameters"}`` (the inner object)."""
+    """One function tool: ``{"name", "description", "parameters", "strict"}`` (the inner
+    object; ``strict`` reaches the model server as given)."""
     name = spec.get("name")
     if not isinstance(name, str) or not TOOL_NAME.match(name):
         raise bad_request(
@@ -222,7 +223,10 @@ def function_tool(spec: Mapping[str, Any], param: str) -> ToolDefinition:
     parameters = spec.get("parameters")
     if parameters is not None:
         parameters = json_schema(parameters, f"{param}.parameters")
-    return ToolDefinition(name, description, parameters)
+    strict = spec.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise _wrong(f"{param}.strict", "a boolean", strict)
+    return ToolDefinition(name, description, parameters, strict)
 
 
 def tool_list(value: object, param: str, *, nested: bool) -> tuple[ToolDefinition, ...]:

@@ -1,6 +1,6 @@
 """A run's frames folded into what an OpenAI client sees: text, reasoning, the client's tool
-calls, usage and why it stopped (a run that paused for a person's approval is ``paused``:
-never an empty success).
+calls, usage and why it stopped (a run that paused for a person's approval is ``paused``, one
+that waits for the user's answer to a question is ``asking``: never an empty success).
 
 Both APIs (chat completions and responses) read runs through this, streamed or not, so a
 streamed answer and a whole one always say the same. The profile's own tool activity is not
@@ -21,6 +21,8 @@ from orkestrel.core.budget import BUDGET_EXHAUSTED
 from ..runs.interruptions import INTERRUPTED
 from ..runtime.approvals import APPROVAL_STOP
 from ..runtime.client_tools import HANDOFF_STOP, PENDING_RESULT
+from ..runtime.questions import QUESTION_STOP
+from .questions import INPUT_REQUIRED
 
 __all__ = ["ClientCall", "Delta", "Outcome"]
 
@@ -124,6 +126,11 @@ class Outcome:
         return self.stop == APPROVAL_STOP
 
     @property
+    def asking(self) -> bool:
+        """Whether the run stopped on questions (``ask_user``) that wait for the user."""
+        return self.stop == QUESTION_STOP
+
+    @property
     def cut_short(self) -> bool:
         """Whether a bound ended the run (its token budget, turn limit or timeout)."""
         return self.stop == "exhaust" or (
@@ -152,4 +159,7 @@ class Outcome:
             return "timeout"
         if self.stop == INTERRUPTED:
             return INTERRUPTED
+        if self.stop == QUESTION_STOP:
+            # A stored response read back (the request itself was answered ``409``).
+            return INPUT_REQUIRED
         return "cancelled" if self.stop == "abort" else None

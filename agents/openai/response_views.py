@@ -22,7 +22,7 @@ from conversations.responses import (
     owned_response,
     record_response,
 )
-from conversations.services import enabled_profiles
+from conversations.services import conversation_profile, enabled_profiles
 from orkestrel.db import in_thread
 from orkestrel.protocol import Limits
 
@@ -30,6 +30,7 @@ from ..models import AgentProfile
 from ..runs import run_service
 from ..runtime.approvals import APPROVAL_STOP
 from ..runtime.client_tools import PENDING_CONTENT
+from ..runtime.questions import QUESTION_STOP
 from . import fields
 from .access import Caller, authenticate
 from .approvals import decide_held, held_calls, next_run
@@ -45,6 +46,7 @@ from .endpoint import (
 )
 from .errors import OpenAIError, bad_request, model_forbidden, model_not_found, not_found
 from .outcome import Outcome
+from .questions import run_asks
 from .responses import ResponseWriter
 from .responses_request import ResponsesRequest, parse_responses_request
 from .starts import start_run
@@ -61,8 +63,20 @@ def _usable(user_id: int, model: str) -> None:
         raise model_not_found(model)
 
 
-def _continued(user_id: int, model: str, previous: str) -> Continuation:
+def _within_key(caller: Caller, conversation_id: str) -> None:
+    """The continued conversation runs on a profile the key may use (else ``404``
+    ``model_not_found``, as any profile outside the key's ``profiles`` is)."""
+    slug = conversation_profile(caller.user_id, conversation_id)
+    if slug is not None and not caller.allows_profile(slug):
+        raise model_not_found(slug)
+
+
+def _continued(caller: Caller, model: str, previous: str) -> Continuation:
+    user_id = caller.user_id
     _usable(user_id, model)
+    found = owned_response(user_id, previous)
+    if found is not None:
+        _within_key(caller, str(found.conversation_id))
     try:
         return continued_conversation(user_id, previous, PENDING_CONTENT)
     except ForkBusy:
@@ -87,7 +101,9 @@ async def create_response(request: HttpRequest) -> HttpResponseBase:
 
     A run that pauses for a person's approval completes with ``mcp_approval_request`` items;
     ``mcp_approval_response`` input items (with ``previous_response_id``) decide them, and
-    the run that goes on answers.
+    the run that goes on answers. One that waits for the user's answer to a question has no
+    item to show it: ``409`` ``input_required`` names the question (``/api/questions/``
+    answers it, and the run goes on in its conversation).
     """
     caller = await authenticate(request)
     asked = parse_responses_request(fields.storable(json_body(request)), Limits.from_settings())
@@ -95,7 +111,7 @@ async def create_response(request: HttpRequest) -> HttpResponseBase:
         return await _decided(caller, asked)
     continuation = None
     if asked.previous is not None:
-        continuation = await in_thread(_continued)(caller.user_id, asked.model, asked.previous)
+        continuation = await in_thread(_continued)(caller, asked.model, asked.previous)
     conversation_id = continuation.conversation_id if continuation else None
     try:
         await check_support(asked.model, asked.overrides, RESPONSES_PARAMS, conversation_id)
@@ -104,6 +120,7 @@ async def create_response(request: HttpRequest) -> HttpResponseBase:
             model=asked.model,
             content=asked.content,
             images=asked.images,
+            documents=asked.documents,
             overrides=asked.overrides,
             history=asked.history,
             conversation_id=conversation_id,
@@ -131,6 +148,7 @@ async def _decided(caller: Caller, asked: ResponsesRequest) -> HttpResponseBase:
             "previous_response_not_found",
         )
     await in_thread(_usable)(caller.user_id, asked.model)
+    await in_thread(_within_key)(caller, str(found.conversation_id))
     await decide_held(caller, found.run_id, asked.approvals)
     run_id = await next_run(found.conversation_id, found.run_id)
     writer = await _record(caller, asked, found.conversation_id, run_id)
@@ -164,6 +182,8 @@ async def _answer(writer: ResponseWriter, run_id: int, stream: bool) -> HttpResp
     """The run's answer, whole or as the response's stream of events."""
     if not stream:
         await collect(run_id, writer.outcome, writer.add)
+        if writer.outcome.asking:
+            raise await in_thread(run_asks)(run_id)
         if writer.outcome.paused:
             writer.hold(await in_thread(held_calls)(run_id))
         writer.closing()
@@ -174,6 +194,9 @@ async def _answer(writer: ResponseWriter, run_id: int, stream: bool) -> HttpResp
     await first.wait()
     if writer.outcome.failed and not first.ready:
         raise UPSTREAM_FAILED
+    if writer.outcome.asking and not first.ready:
+        # It asked before it said anything: the status can still say so.
+        raise await in_thread(run_asks)(run_id)
     return event_stream(_events(writer, first, run_id))
 
 
@@ -182,6 +205,10 @@ async def _events(writer: ResponseWriter, first: FirstOutput, run_id: int) -> As
     yield writer.opening() + writer.add(first.ready)
     async for deltas in first.rest():
         yield KEEP_ALIVE if deltas is None else writer.add(deltas)
+    if writer.outcome.asking:
+        # Mid-stream the status is sent already: the error event, and no completion.
+        yield writer.error(await in_thread(run_asks)(run_id))
+        return
     if writer.outcome.paused:
         yield writer.hold(await in_thread(held_calls)(run_id))
     yield writer.closing()
@@ -219,7 +246,11 @@ async def _rebuilt(caller: Caller, found: StoredResponse) -> dict[str, Any]:
         # Running in another process, or ended without its frames (a crash): what is saved.
         frames = [{"type": "token", "content": record.content}] if record.content else []
         if record.status not in ("queued", "running"):
-            stop = {"done": "done", APPROVAL_STOP: APPROVAL_STOP}.get(record.status, "abort")
+            stop = {
+                "done": "done",
+                APPROVAL_STOP: APPROVAL_STOP,
+                QUESTION_STOP: QUESTION_STOP,
+            }.get(record.status, "abort")
             frames.append({"type": "finish", "result": {"stop": stop, "usage": record.usage}})
     for frame in frames:
         writer.add(writer.outcome.feed(frame))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .approvals import SERVER_LABEL, HeldCall
+from .errors import OpenAIError, error_body
 from .outcome import Delta, Outcome
 
 __all__ = ["ResponseWriter", "Status"]
@@ -126,6 +127,15 @@ class ResponseWriter:
             self.items.append(item)
             self._emit(out, "response.output_item.added", output_index=index, item=dict(item))
             self._emit(out, "response.output_item.done", output_index=index, item=dict(item))
+        return b"".join(out)
+
+    def error(self, error: OpenAIError) -> bytes:
+        """The open item's end, then an ``error`` event that ends a stream whose status was
+        sent already (the SDKs raise on its ``error``); no ``response.completed`` follows."""
+        out: list[bytes] = []
+        self._close(out)
+        body = error_body(error)
+        self._emit(out, "error", code=error.code, message=error.message, param=error.param, **body)
         return b"".join(out)
 
     def closing(self, at: float | None = None) -> bytes:

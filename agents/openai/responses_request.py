@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orkestrel.core import Message, ResponseFormat, ToolCall, mint_id
+from orkestrel.core.documents import Document
 from orkestrel.protocol import Limits
 
 from ..runtime.overrides import RunOverrides
 from . import fields
 from .approvals import Answer
 from .chat_request import MAX_MESSAGES, arguments
+from .documents import data_url_document
 from .errors import bad_request
 from .steering import answer_format, schema_of, steering
 
@@ -45,10 +47,14 @@ class ResponsesRequest:
     results: dict[str, str] = field(default_factory=dict)
     echo: dict[str, Any] = field(default_factory=dict)
     approvals: tuple[Answer, ...] = ()
+    documents: tuple[Document, ...] = ()
 
 
-def _content(value: object, param: str, limits: Limits, role: str) -> tuple[str, tuple[str, ...]]:
-    """A message item's text and (for a user) images."""
+def _content(
+    value: object, param: str, limits: Limits, role: str
+) -> tuple[str, tuple[str, ...], tuple[Document, ...]]:
+    """A message item's text and (for a user) images and documents (``input_file``)."""
+    documents: list[Document] = []
     if isinstance(value, str):
         text = fields.text(value, param)
         images: list[str] = []
@@ -68,6 +74,16 @@ def _content(value: object, param: str, limits: Limits, role: str) -> tuple[str,
                         entry.get("image_url"), f"{where}.image_url", limits, len(images)
                     )
                 )
+            elif kind == "input_file" and role == "user":
+                documents.append(
+                    data_url_document(
+                        entry.get("file_data"),
+                        entry.get("filename"),
+                        where,
+                        len(documents),
+                        file_id=entry.get("file_id") or entry.get("file_url"),
+                    )
+                )
             else:
                 raise bad_request(
                     f"'{where}.type' {kind!r} is not supported here.", f"{where}.type"
@@ -77,7 +93,7 @@ def _content(value: object, param: str, limits: Limits, role: str) -> tuple[str,
         raise bad_request(f"'{param}' must be a string or an array of content parts.", param)
     if len(text) > limits.max_message_chars:
         raise bad_request(f"'{param}' is longer than {limits.max_message_chars} characters.", param)
-    return text, tuple(images)
+    return text, tuple(images), tuple(documents)
 
 
 def _output(value: object, param: str) -> str:
@@ -133,14 +149,18 @@ class _Reader:
             raise bad_request(
                 f"'{param}.role' must be one of {', '.join(MESSAGE_ROLES)}.", f"{param}.role"
             )
-        text, images = _content(entry.get("content"), f"{param}.content", self.limits, role)
+        text, images, documents = _content(
+            entry.get("content"), f"{param}.content", self.limits, role
+        )
         if role in ("system", "developer"):
             if self.continuing:
                 self.system.append(text)  # this turn's instructions, not stored history
             else:
                 self.messages.append(Message(mint_id(), "system", text))
         elif role == "user":
-            self.messages.append(Message(mint_id(), "user", text, images=images or None))
+            self.messages.append(
+                Message(mint_id(), "user", text, images=images or None, documents=documents or None)
+            )
         elif self.continuing:
             raise bad_request(
                 "With previous_response_id send only new input: the conversation is stored.",
@@ -245,8 +265,10 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
     user = fields.string(body, "user")
     messages = reader.messages
     last = messages[-1] if messages else None
+    documents: tuple[Document, ...] = ()
     if last is not None and last.role == "user":
         history, content, images = tuple(messages[:-1]), last.content, tuple(last.images or ())
+        documents = tuple(last.documents or ())
     else:
         history, content, images = tuple(messages), None, ()
     if previous is not None and history:
@@ -302,7 +324,7 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": dict(tool.parameters) if tool.parameters is not None else None,
-                "strict": None,
+                "strict": tool.strict,
             }
             for tool in tools
         ],
@@ -314,6 +336,7 @@ def parse_responses_request(body: Mapping[str, Any], limits: Limits) -> Response
         history=history,
         content=content,
         images=images,
+        documents=documents,
         previous=previous,
         store=store,
         stream=stream,

@@ -11,24 +11,17 @@ from collections.abc import Mapping
 
 from conversations.models import Conversation
 from orkestrel.core import Message
+from orkestrel.core.documents import Document
 from orkestrel.db import in_thread
+from orkestrel.refusals import Refusal
 
 from ..runs import TITLE_LENGTH, ConversationSeed, RunHandle, run_service
-from ..runs.errors import (
-    AwaitingApproval,
-    Busy,
-    ProfileForbidden,
-    StartFailed,
-    ToolClash,
-    TooManyRuns,
-    UnknownProfile,
-    UnknownToolCall,
-)
+from ..runs.errors import AwaitingApproval
 from ..runtime.overrides import RunOverrides
-from ..runtime.spec import ModelUnavailable
 from .access import Caller
 from .approvals import conversation_waits
-from .errors import OpenAIError, bad_request, model_forbidden, model_not_found
+from .errors import OpenAIError, refused
+from .questions import conversation_asks
 
 __all__ = ["start_run", "title_of"]
 
@@ -51,6 +44,7 @@ async def start_run(
     history: tuple[Message, ...] = (),
     conversation_id: str | None = None,
     results: Mapping[str, str] | None = None,
+    documents: tuple[Document, ...] = (),
 ) -> RunHandle:
     """Start a run: in a new conversation seeded with ``history``, or (``conversation_id``)
     continuing a stored one."""
@@ -69,45 +63,18 @@ async def start_run(
             conversation_id=conversation_id,
             content=content,
             images=images,
+            documents=documents,
             seed=seed,
             overrides=overrides,
             results=results,
         )
-    except UnknownProfile:
-        raise model_not_found(model) from None
-    except ProfileForbidden:
-        raise model_forbidden(model) from None
-    except ToolClash as error:
-        raise bad_request(
-            f"Tool names clash with the agent's own tools: {', '.join(error.names)}.",
-            "tools",
-            "tool_name_clash",
-        ) from None
-    except UnknownToolCall as error:
-        raise bad_request(
-            f"No tool call found for function call output with call_id {error.call_id}.",
-            "input",
-            "unknown_call_id",
-        ) from None
     except AwaitingApproval:
-        raise await in_thread(conversation_waits)(conversation_id) from None
-    except Busy:
-        raise OpenAIError(
-            409,
-            "The conversation of previous_response_id is still running; wait for its response.",
-            param="previous_response_id",
-            code="conversation_busy",
-        ) from None
-    except TooManyRuns as error:
-        raise OpenAIError(
-            429, str(error), type="rate_limit_error", code="too_many_runs", retry_after=1
-        ) from None
-    except ModelUnavailable as error:
-        raise OpenAIError(409, str(error), param="previous_response_id", code=error.code) from None
-    except StartFailed:
-        raise OpenAIError(
-            500,
-            "The agent profile could not be started; an operator must check its configuration.",
-            type="server_error",
-            code="profile_unavailable",
-        ) from None
+        raise await in_thread(_waits)(conversation_id) from None
+    except Refusal as error:
+        raise refused(error, model=model) from None
+
+
+def _waits(conversation_id: str) -> OpenAIError:
+    """The ``409`` of a conversation that waits: for the user's answers (``input_required``),
+    else for approvals (``approval_required``)."""
+    return conversation_asks(conversation_id) or conversation_waits(conversation_id)

@@ -13,7 +13,7 @@ from conversations.services import enabled_profiles
 from orkestrel.db import in_thread
 from orkestrel.protocol import Limits
 
-from ..models import AgentProfile
+from ..models import AgentProfile, ProviderEndpoint
 from . import fields
 from .access import Caller, authenticate
 from .approvals import approval_required, held_calls
@@ -31,6 +31,7 @@ from .endpoint import (
 )
 from .errors import OpenAIError, not_found
 from .outcome import Outcome
+from .questions import run_asks
 from .starts import start_run
 from .support import CHAT_PARAMS, check_support
 
@@ -48,16 +49,25 @@ def _model(profile: AgentProfile) -> dict[str, Any]:
     }
 
 
+def _served(caller: Caller) -> list[AgentProfile]:
+    """The profiles the caller may run whose endpoint is enabled (a disabled endpoint's
+    models are no models at all)."""
+    disabled = set(ProviderEndpoint.objects.filter(enabled=False).values_list("name", flat=True))
+    return [
+        profile
+        for profile in enabled_profiles(caller.user_id)
+        if caller.allows_profile(profile.slug) and profile.endpoint_name not in disabled
+    ]
+
+
 def _models(caller: Caller) -> list[dict[str, Any]]:
-    profiles = enabled_profiles(caller.user_id)
-    return [_model(profile) for profile in profiles if caller.allows_profile(profile.slug)]
+    return [_model(profile) for profile in _served(caller)]
 
 
 def _find(caller: Caller, slug: str) -> dict[str, Any] | None:
-    if not caller.allows_profile(slug):
-        return None  # outside the key's profiles: as if it did not exist
-    profile = enabled_profiles(caller.user_id).filter(slug=slug).first()
-    return _model(profile) if profile is not None else None
+    # Outside the key's profiles, or on a disabled endpoint: as if it did not exist.
+    found = [profile for profile in _served(caller) if profile.slug == slug]
+    return _model(found[0]) if found else None
 
 
 @openai_view("GET")
@@ -80,7 +90,8 @@ async def model_detail(request: HttpRequest, model: str) -> HttpResponseBase:
 async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     """Run the profile named by ``model`` on the request's messages; the answer whole or as
     ``chat.completion.chunk`` events. A run that pauses for a person's approval answers
-    ``409`` ``approval_required`` (streamed: an ``error`` event, then ``[DONE]``)."""
+    ``409`` ``approval_required``, one that waits for the user's answer to a question
+    ``409`` ``input_required`` (streamed: an ``error`` event, then ``[DONE]``)."""
     caller = await authenticate(request)
     chat = parse_chat_request(fields.storable(json_body(request)), Limits.from_settings())
     await check_support(chat.model, chat.overrides, CHAT_PARAMS)
@@ -89,6 +100,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         model=chat.model,
         content=chat.content,
         images=chat.images,
+        documents=chat.documents,
         overrides=chat.overrides,
         history=chat.history,
     )
@@ -98,8 +110,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         await collect(handle.id, outcome)
         if outcome.failed:
             raise UPSTREAM_FAILED
-        if outcome.paused:
-            raise await _paused(handle.id, handle.conversation_id)
+        if outcome.paused or outcome.asking:
+            raise await _paused(outcome, handle.id, handle.conversation_id)
         return json_response(completion.body(outcome))
     first = FirstOutput(handle.id, outcome)
     await first.wait()
@@ -110,8 +122,11 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     )
 
 
-async def _paused(run_id: int, conversation_id: str) -> OpenAIError:
-    """The ``409`` naming the approvals the run waits for (decidable in ``/api/approvals/``)."""
+async def _paused(outcome: Outcome, run_id: int, conversation_id: str) -> OpenAIError:
+    """The ``409`` naming the questions the run waits for (answerable in ``/api/questions/``),
+    or the approvals (decidable in ``/api/approvals/``)."""
+    if outcome.asking:
+        return await in_thread(run_asks)(run_id)
     return approval_required(await in_thread(held_calls)(run_id), conversation_id)
 
 
@@ -133,9 +148,10 @@ async def _chunks(
         # Mid-stream the status is sent already: the SDKs raise on an ``error`` event.
         yield error_chunk(UPSTREAM_FAILED)
         return
-    if outcome.paused:
-        # No finish_reason: the answer is not over, it waits for a person's decision.
-        yield error_chunk(await _paused(run_id, conversation_id)) + DONE
+    if outcome.paused or outcome.asking:
+        # No finish_reason: the answer is not over, it waits for a person's decision (or
+        # the user's answer).
+        yield error_chunk(await _paused(outcome, run_id, conversation_id)) + DONE
         return
     closing = [completion.chunk({}, finish_reason=outcome.finish_reason, include_usage=usage)]
     if usage:

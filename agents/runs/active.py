@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from conversations.approvals import Decided, HeldCall, hold_calls
+from conversations.questions import ask_questions
 from conversations.writer import Thought, rewrite_messages, write_thinking
 from orkestrel.core import (
     AgentResult,
@@ -37,6 +38,8 @@ from orkestrel.protocol import (
     FinishFrame,
     NoticeFrame,
     PendingFrame,
+    QuestionFrame,
+    QuestionPayload,
     RunSnapshot,
     SectionPayload,
     ServerFrame,
@@ -60,19 +63,22 @@ from orkestrel.protocol import (
 )
 from orkestrel.providers.base import CallDelta, HttpProvider
 from orkestrel.request_scope import bind_run
+from orkestrel.telemetry.observer import RunTelemetry, observe
 
 from ..runtime.approvals import APPROVAL_STOP, Held, apply_decisions
 from ..runtime.builtins.skills import NAME as SKILLS_TOOL
 from ..runtime.client_tools import HANDOFF_STOP
+from ..runtime.questions import QUESTION_STOP
 from ..runtime.reports import ToolReport
 from ..runtime.session import ChatSession
+from ..runtime.telemetry import chat_labels
 from ..runtime.usage import UsageRecorder
 from .inbox import Inbox, Turned, append_pending
 from .lifecycle import Executing, Lifecycle, RequestStarted
 from .pacing import Pacer
 from .payloads import committed_payload, joined, reason_text
 from .progress import RunningCalls
-from .records import finish_run
+from .records import called_model, finish_run
 from .timings import RunTimings
 
 __all__ = ["TEXT_FRAME_CHARS", "ActiveRun", "RunHost"]
@@ -174,6 +180,8 @@ class ActiveRun:
     running: RunningCalls = field(default_factory=RunningCalls)
     # The model the provider reported answering (``Run.response_model``); blank until it does.
     response_model: str = ""
+    # Its spans and series (``orkestrel.telemetry``); ``None`` while both are off.
+    telemetry: RunTelemetry | None = None
 
     @property
     def content(self) -> str:
@@ -203,6 +211,7 @@ class ActiveRun:
             "content": self.content,
             "thinking": self.unclaimed_thinking,
             "tools": list(self.tools),
+            "running": self.running.running(asyncio.get_running_loop().time()),
         }
 
     def emit(self, kind: Callable[..., ServerFrame], **fields: Any) -> None:
@@ -307,7 +316,7 @@ class ActiveRun:
     def _started_calls(self, calls: Sequence[ToolCall]) -> None:
         if self.lifecycle is not None:
             self.lifecycle.request_done()
-        self.running.started(calls)
+        self.running.started(calls, asyncio.get_running_loop().time())
         for call in calls:
             self.emit(ToolExecuteFrame, call=call_payload(call))
 
@@ -320,6 +329,7 @@ class ActiveRun:
     def _progress(self, report: ToolReport) -> None:
         call = self.running.call_of(report)
         if call is not None:
+            self.running.shown(call.id, report.display)
             self.emit(ToolProgressFrame, call=call.id, display=report.display)
 
     def _answered_by(self, model: str) -> None:
@@ -342,8 +352,14 @@ class ActiveRun:
         a few frames instead of one per delta.
         """
         # Every line this run's task logs names the run (its task has a context of its own).
-        bind_run(self.run_id)
+        bind_run(self.run_id, self.conversation_id)
         session = self.session
+        telemetry = self.telemetry = observe(
+            lambda: chat_labels(session.spec, self.run_id, lambda: self.response_model)
+        )
+        if telemetry is not None:
+            session.agent.observer = telemetry.hold()
+            telemetry.open()
         result: AgentResult | None = None
         error: BaseException | None = None
         clock = asyncio.get_running_loop().time
@@ -638,11 +654,15 @@ class ActiveRun:
                 handoff, gate = self.session.handoff, self.session.gate
                 status = "done" if not done.partial else "partial"
                 held: list[HeldCall] = []
-                if done.stop == "abort" and gate is not None and gate.paused:
-                    # Paused for a person's decisions: it goes on once they are all in.
+                bridge = self.session.questions
+                asked = list(bridge.asked.values()) if bridge is not None else []
+                if done.stop == "abort" and (asked or (gate is not None and gate.paused)):
+                    # Paused for a person's decisions (or answers): it goes on once they are
+                    # all in.
                     done = replace(done, partial=False, reason=None)
-                    status = stop = APPROVAL_STOP
-                    held = [self._held_call(item) for item in gate.held.values()]
+                    status = stop = QUESTION_STOP if asked else APPROVAL_STOP
+                    if gate is not None:
+                        held = [self._held_call(item) for item in gate.held.values()]
                 elif done.stop == "abort" and handoff is not None and handoff.stopped:
                     # Stopped for the client's tools: the run did what it could, it is done.
                     done = replace(done, partial=False, reason=None)
@@ -650,6 +670,12 @@ class ActiveRun:
                 else:
                     stop = done.stop
                 approvals: list[ApprovalPayload] = []
+                questions: list[QuestionPayload] = []
+
+                if self.telemetry is not None:
+                    if held:
+                        self.telemetry.approval_wait([(item.call_id, item.tool) for item in held])
+                    self.telemetry.finish(status, stop)
 
                 def settle() -> None:
                     finish_run(
@@ -664,11 +690,17 @@ class ActiveRun:
                                 self.session.approval_timeout,
                             )
                         )
+                    if asked and stop == QUESTION_STOP:
+                        questions.extend(ask_questions(self.run_id, self.conversation_id, asked))
 
                 await self._commit(done.usage, settle)
                 if approvals:
                     self.manager.publish(
                         self.conversation_id, encode(ApprovalFrame(approvals=approvals))
+                    )
+                if questions:
+                    self.manager.publish(
+                        self.conversation_id, encode(QuestionFrame(questions=questions))
                     )
                 if stop == "abort":
                     self.emit(AbortFrame, reason=reason_text(done.reason))
@@ -676,6 +708,9 @@ class ActiveRun:
                     self.emit(ExhaustFrame, limit=self.session.agent.limit)
                 payload = result_payload(done)
                 payload["stop"] = stop
+                # Which model answered, shown with the answer (``AnsweredPayload``).
+                payload["model"] = called_model(self.session.spec)
+                payload["response_model"] = self.response_model
                 if done.usage is not None:
                     # The answer's cost, shown with it.
                     cost = UsageRecorder.for_spec(self.session.spec).cost(done.usage)
@@ -683,14 +718,17 @@ class ActiveRun:
                 self.emit(FinishFrame, result=payload, context=self._context())
             else:
                 message = str(error) or type(error).__name__
+                if self.telemetry is not None:
+                    self.telemetry.finish("error", "error", error)
                 partial = (self.content, self.thinking)
                 if self.content:
                     # What streamed before the failure stays in the transcript.
                     self.session.agent.context.messages.add(
                         {"role": "assistant", "content": self.content}
                     )
-                await self._commit(
-                    then=lambda: finish_run(
+
+                def failed() -> None:
+                    finish_run(
                         self.run_id,
                         "error",
                         None,
@@ -698,7 +736,9 @@ class ActiveRun:
                         partial=partial,
                         response_model=self.response_model,
                     )
-                )
+                    self.session.record_failure()
+
+                await self._commit(then=failed)
                 self.emit(ErrorFrame, code="run_failed", message=message[:500])
             ended = True
         except Exception:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from conversations.approvals import expire_due
+from conversations.questions import expire_due_questions
 from orkestrel.db import in_thread
 
 from .fanout import going, spawn
@@ -106,6 +107,9 @@ class Sweeper:
             expired = await in_thread(expire_due)()
             if expired:
                 logger.info("%d tool call(s) expired waiting for approval", expired)
+            unanswered = await in_thread(expire_due_questions)()
+            if unanswered:
+                logger.info("%d question(s) expired waiting for an answer", unanswered)
             if self._then is not None:
                 await self._then()
         except Exception:  # noqa: BLE001 - the next sweep tries again

@@ -8,10 +8,11 @@ frames of runs held elsewhere arrive here from the relay (``Relay.follow``).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
+
+from orkestrel.request_scope import context_of_its_own
 
 __all__ = ["FanOut", "Subscriber", "going", "spawn"]
 
@@ -27,9 +28,10 @@ def spawn[T](work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
 
     A run may start inside a sync view's ``async_to_sync`` call, whose context routes database
     hops to that request's thread; the run outlives the request, so its hops must go to the
-    server's shared database thread instead, as they do for a run the websocket started.
+    server's shared database thread instead, as they do for a run the websocket started. Only
+    the request's id and trace go on in it (``context_of_its_own``).
     """
-    return asyncio.get_running_loop().create_task(work, context=contextvars.Context())
+    return asyncio.get_running_loop().create_task(work, context=context_of_its_own())
 
 
 def going(task: asyncio.Task[Any] | None) -> bool:

@@ -16,6 +16,7 @@ from orkestrel.core import NamedToolChoice, ResponseFormat, ToolChoice, ToolDefi
 from orkestrel.protocol import MessagePayload, StartedFrame, encode
 
 from ..runtime.overrides import RunOverrides, Sampling
+from ..usage.charge import KeyRef
 
 __all__ = ["Handoff"]
 
@@ -34,6 +35,8 @@ class Handoff:
     decisions: tuple[Decided, ...] = ()
     # The interrupted run this one continues (a lost worker's), which it announces.
     continues: int | None = None
+    # The API key the start came with: the run's usage is charged to it.
+    key: KeyRef | None = None
 
     def started(self) -> dict[str, Any]:
         """The run's first frame, exactly as the worker sends it."""
@@ -66,10 +69,12 @@ class Handoff:
                     "reason": d.reason,
                     "by": d.by,
                     "expired": d.expired,
+                    "answer": d.answer,
                 }
                 for d in self.decisions
             ],
             "continues": self.continues,
+            "key": self.key.to_data() if self.key is not None else None,
         }
 
     @classmethod
@@ -85,6 +90,7 @@ class Handoff:
             overrides=_overrides_from(overrides) if overrides else None,
             decisions=tuple(Decided(**d) for d in data.get("decisions") or ()),
             continues=data.get("continues"),
+            key=KeyRef.from_data(data.get("key")),
         )
 
 
@@ -153,7 +159,7 @@ def _overrides_from(data: dict[str, Any]) -> RunOverrides:
         sampling["stop"] = tuple(sampling["stop"])
     return RunOverrides(
         client_tools=tuple(
-            ToolDefinition(t["name"], t.get("description"), t.get("parameters"))
+            ToolDefinition(t["name"], t.get("description"), t.get("parameters"), t.get("strict"))
             for t in data.get("client_tools") or ()
         ),
         sampling=Sampling(**sampling),

@@ -25,14 +25,24 @@ from conversations.approvals import ready_runs
 from conversations.branches import Redo
 from conversations.pending import has_pending
 from orkestrel.core import Message, TokenUsage, mint_id
+from orkestrel.core.documents import Document
 from orkestrel.db import in_thread
-from orkestrel.protocol import ApprovalFrame, CommittedFrame, NoticeFrame, PendingFrame, encode
+from orkestrel.protocol import (
+    ApprovalFrame,
+    CommittedFrame,
+    NoticeFrame,
+    PendingFrame,
+    QuestionFrame,
+    encode,
+)
 
 from ..runtime.overrides import RunOverrides
 from ..runtime.session import ChatSession
 from ..runtime.spec import LoadedSession, ModelUnavailable
 from ..runtime.summarizer import CompactionFailed, make_summarizer
 from ..runtime.usage import UsageRecorder
+from ..usage.charge import current_key
+from ..usage.enforcement import WARNING_CODE, QuotaExceeded, QuotaWarning, enforce
 from .active import ActiveRun
 from .checkpoints import Checkpointer, Sweeper
 from .errors import Busy, NothingPending, NotPaused, StartFailed, TooManyRuns
@@ -85,6 +95,17 @@ class Dispatched:
     run_id: int
     conversation_id: str
     frames: tuple[dict[str, Any], ...]
+
+
+def _checked(
+    quota: Callable[[], list[QuotaWarning]] | None,
+    prepare: Callable[..., Prepared],
+    *args: Any,
+    **kwargs: Any,
+) -> tuple[list[QuotaWarning], Prepared]:
+    """``prepare`` after the quota check (``None``: none for this start), in one hop."""
+    warnings = quota() if quota is not None else []
+    return warnings, prepare(*args, **kwargs)
 
 
 class RunManager:
@@ -183,6 +204,7 @@ class RunManager:
         images: tuple[str, ...] = (),
         nonce: str | None = None,
         seed: ConversationSeed | None = None,
+        documents: tuple[Document, ...] = (),
         overrides: RunOverrides | None = None,
         results: Mapping[str, str] | None = None,
         from_pending: bool = False,
@@ -207,7 +229,9 @@ class RunManager:
         self._starting.add(conversation_id)
         try:
             message = (
-                Message(mint_id(), "user", content, images=images or None)
+                Message(
+                    mint_id(), "user", content, images=images or None, documents=documents or None
+                )
                 if content is not None
                 else None
             )
@@ -219,7 +243,13 @@ class RunManager:
             prepare: Callable[..., Prepared] = (
                 partial(prepare_queued, nonce=nonce) if workers else prepare_run
             )
-            loaded, run_id, usage, user_payload, title, decisions = await in_thread(prepare)(
+            key = current_key()
+            # A new start is held to the quotas in the same hop, before anything is stored; a
+            # run going on (after approvals, or a lost worker's) is not a new start.
+            quota = partial(enforce, user_id, key) if resume is None and continues is None else None
+            warnings, prepared = await in_thread(_checked)(
+                quota,
+                prepare,
                 conversation_id,
                 user_id,
                 message,
@@ -232,6 +262,7 @@ class RunManager:
                 resume=resume,
                 redo=redo,
             )
+            loaded, run_id, usage, user_payload, title, decisions = prepared
             handoff = Handoff(
                 run_id=run_id,
                 user_id=user_id,
@@ -242,10 +273,19 @@ class RunManager:
                 overrides=overrides,
                 decisions=decisions,
                 continues=continues,
+                key=key,
             )
             if workers:
-                return await self._dispatch(handoff)
+                dispatched = await self._dispatch(handoff)
+                for warning in warnings:
+                    self.publish(
+                        conversation_id,
+                        encode(NoticeFrame(code=WARNING_CODE, message=warning.message)),
+                    )
+                return dispatched
             active = await self._launch(handoff, loaded, usage)
+            for warning in warnings:
+                active.emit(NoticeFrame, code=WARNING_CODE, message=warning.message)
         finally:
             self._starting.discard(conversation_id)
         active.task = spawn(active.drive())
@@ -266,7 +306,7 @@ class RunManager:
         this returns (its drive is the caller's to spawn)."""
         run_id, conversation_id = handoff.run_id, handoff.conversation_id
         try:
-            session = await ChatSession.from_loaded(loaded, handoff.overrides)
+            session = await ChatSession.from_loaded(loaded, handoff.overrides, handoff.key)
         except Exception as error:
             # The profile cannot be built (an operator's configuration): the message is
             # stored, the run ends as an error at once instead of holding the slot.
@@ -322,7 +362,7 @@ class RunManager:
             )
         except (Busy, NothingPending):
             return None  # another start (here or elsewhere) took them, or holds the slot
-        except (TooManyRuns, StartFailed, ModelUnavailable):
+        except (TooManyRuns, StartFailed, ModelUnavailable, QuotaExceeded):
             logger.warning(
                 "pending messages of %s wait: the next run could not start", conversation_id
             )
@@ -344,6 +384,7 @@ class RunManager:
             return None
         # Nothing waits any more, whoever decided (an operator's decision sent no frame).
         self.publish(conversation_id, encode(ApprovalFrame(approvals=[])))
+        self.publish(conversation_id, encode(QuestionFrame(questions=[])))
         return active
 
     async def resume_ready(self) -> None:
@@ -473,7 +514,9 @@ class RunManager:
                 conversation = session.conversations.add(
                     snapshot=conversation.snapshot(),
                     summarize=make_summarizer(
-                        session.agent.provider, focus, UsageRecorder.for_spec(session.spec)
+                        session.agent.provider,
+                        focus,
+                        UsageRecorder.for_spec(session.spec, current_key()),
                     ),
                 )
             # A manual fold keeps only the latest exchange verbatim: the user asked for room.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from conversations.documents import document_payloads
 from conversations.render_pool import render_all
 from conversations.writer import Thought
 from orkestrel.core import Message
@@ -33,6 +34,7 @@ def _payload(message: Message, html: str = "", thought: Thought | None = None) -
         calls=[c.to_dict() for c in message.calls] if message.calls else None,
         tool_call_id=message.tool_call_id,
         images_count=len(message.images or ()),
+        documents=document_payloads(message.documents),
         thinking=thought.text if thought is not None else "",
         thinking_ms=thought.ms if thought is not None else None,
     )

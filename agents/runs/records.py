@@ -13,8 +13,10 @@ from django.utils import timezone
 
 from conversations.approvals import Decided, take_decisions
 from conversations.branches import Redo, start_alternative
+from conversations.documents import edited_documents
 from conversations.models import Conversation, Run
 from conversations.pending import has_pending, merged, take_pending
+from conversations.questions import take_answers
 from conversations.services import UNFINISHED, context_readout, fill_tool_results
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import (
@@ -345,7 +347,7 @@ def run_going(conversation_id: str, stale: float) -> bool:
         .filter(
             Q(status=Run.Status.QUEUED)
             | Q(status=Run.Status.RUNNING, heartbeat__gte=cutoff)
-            | Q(status=Run.Status.AWAITING_APPROVAL)
+            | Q(status__in=(Run.Status.AWAITING_APPROVAL, Run.Status.AWAITING_INPUT))
         )
         .exists()
     )
@@ -450,7 +452,7 @@ def prepare_run(
                         taken = take_decisions(resume)
                         if taken is None:
                             raise NotPaused(resume)
-                        decisions = tuple(taken)
+                        decisions = (*taken, *take_answers(resume))
                     spec = load_spec(conversation_id, user_id)
                     _check_clash(spec, clients)
                     run_id = _open_run(
@@ -458,9 +460,12 @@ def prepare_run(
                     )
                     if redo is not None:
                         # The slot is this run's now: nothing else branches or answers meanwhile.
+                        kept = edited_documents(conversation_id, redo)
                         images = start_alternative(conversation_id, redo, run_id)
                         if message is not None and images and not message.images:
                             message = replace(message, images=images)
+                        if message is not None and kept and not message.documents:
+                            message = replace(message, documents=kept)
                     stored: ConversationSnapshot | None
                     if message is not None:
                         # An append, not a ``set``: the history is read under the append's lock.
@@ -477,7 +482,12 @@ def prepare_run(
                 # Held: by a live run (busy), or by one whose process died (closed, then
                 # retried).
                 if attempt or not _free_stale_slot(conversation_id, limits.stale):
-                    if _awaiting(conversation_id):
+                    waiting = _awaiting(conversation_id)
+                    if waiting == Run.Status.AWAITING_INPUT:
+                        raise AwaitingApproval(
+                            "the agent waits for your answer to its question"
+                        ) from None
+                    if waiting:
                         raise AwaitingApproval(
                             "a tool call in this conversation waits for your approval"
                         ) from None
@@ -487,10 +497,16 @@ def prepare_run(
     return loaded, run_id, loaded.spec.usage, payload, title, decisions
 
 
-def _awaiting(conversation_id: str) -> bool:
-    return Run.objects.filter(
-        conversation_id=conversation_id, status=Run.Status.AWAITING_APPROVAL
-    ).exists()
+def _awaiting(conversation_id: str) -> str | None:
+    """The status of the conversation's paused run, if one waits for a person."""
+    return (
+        Run.objects.filter(
+            conversation_id=conversation_id,
+            status__in=(Run.Status.AWAITING_APPROVAL, Run.Status.AWAITING_INPUT),
+        )
+        .values_list("status", flat=True)
+        .first()
+    )
 
 
 def called_model(spec: RuntimeSpec) -> str:

@@ -41,7 +41,7 @@ __all__ = [
 # another process started sends no frame this process fans out.
 LOOK_SECONDS = 1.0
 # The statuses of a run holding its conversation's slot (a paused run holds it too).
-SLOT_STATUSES = ("queued", "running", "awaiting_approval")
+SLOT_STATUSES = ("queued", "running", "awaiting_approval", "awaiting_input")
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from conversations.branches import (
 )
 from conversations.pending import queue_pending
 from conversations.taking_back import Taken, pop_pending
+from orkestrel.core.documents import Document
 from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ApprovalFrame,
@@ -134,6 +135,7 @@ class RunService:
         images: tuple[str, ...] = (),
         nonce: str | None = None,
         seed: ConversationSeed | None = None,
+        documents: tuple[Document, ...] = (),
         overrides: RunOverrides | None = None,
         results: Mapping[str, str] | None = None,
         redo: Redo | None = None,
@@ -151,6 +153,7 @@ class RunService:
             conversation_id=conversation_id,
             content=content,
             images=images,
+            documents=documents,
             nonce=nonce,
             seed=seed,
             overrides=overrides,
@@ -168,6 +171,7 @@ class RunService:
         content: str,
         images: tuple[str, ...] = (),
         nonce: str | None = None,
+        documents: tuple[Document, ...] = (),
     ) -> RunHandle | Queued | Compacted | Activation | Repeat:
         """What a person submits: a message (trimmed, a prompt template expanded), or a slash
         command (``commands``) done just before its run; ``NothingToContinue`` for
@@ -177,14 +181,18 @@ class RunService:
         run left still wait goes after them, and its run takes them all. An identical
         submission right after the previous one is ignored (``Repeat``: nothing stored,
         nothing run)."""
-        match await in_thread(read_submission)(user_id, conversation_id, content, images):
+        match await in_thread(read_submission)(
+            user_id, conversation_id, content, images, documents
+        ):
             case Repeat() as repeat:
                 return repeat
             case AfterPending(content=text):
                 # Messages wait (behind a run, or left by a failed one): this one goes after
                 # them, and the next run takes them all, in the order they were sent.
                 if text is not None:
-                    return await self._queue(user_id, conversation_id, text, images, nonce)
+                    return await self._queue(
+                        user_id, conversation_id, text, images, nonce, documents
+                    )
                 return await self._continue_pending(user_id, conversation_id, nonce)
             case Say(content=text):
                 try:
@@ -193,10 +201,13 @@ class RunService:
                         conversation_id=conversation_id,
                         content=text,
                         images=images,
+                        documents=documents,
                         nonce=nonce,
                     )
                 except Busy:
-                    return await self._queue(user_id, conversation_id, text, images, nonce)
+                    return await self._queue(
+                        user_id, conversation_id, text, images, nonce, documents
+                    )
             case Continue():
                 return await self.start(
                     user_id=user_id, conversation_id=conversation_id, content=None, nonce=nonce
@@ -229,8 +240,11 @@ class RunService:
         content: str,
         images: tuple[str, ...],
         nonce: str | None,
+        documents: tuple[Document, ...] = (),
     ) -> Queued | RunHandle:
-        pending = await in_thread(queue_pending)(user_id, conversation_id, content, images, nonce)
+        pending = await in_thread(queue_pending)(
+            user_id, conversation_id, content, images, nonce, documents
+        )
         # Read before anything else awaits: the frames the going run has sent so far, so that
         # a take after them is known to have taken this message (``sequence``).
         going = self.manager.active(conversation_id)

@@ -21,8 +21,10 @@ from django.conf import settings
 from django.db.models import Model
 from django.utils import timezone
 
+from conversations.documents import document_payloads
 from conversations.models import Conversation, Message, PendingMessage, Run
 from conversations.pending import pending_list
+from orkestrel.core.documents import Document
 from orkestrel.protocol import MessagePayload, PendingPayload, message_payload
 from orkestrel.statements import Names, Query, field_of, prep
 
@@ -56,17 +58,26 @@ class AfterPending:
 
 
 def read_submission(
-    user_id: int, conversation_id: str, content: str, images: tuple[str, ...] = ()
+    user_id: int,
+    conversation_id: str,
+    content: str,
+    images: tuple[str, ...] = (),
+    documents: tuple[Document, ...] = (),
 ) -> Command | Repeat | AfterPending:
     """What the user's submission asks for, ``Repeat``, or ``AfterPending`` (synchronous:
-    call it in a thread; one to three small queries, one more for a ``/name``)."""
-    command = interpret(content, images=bool(images), expand=PromptTemplate.objects.expansion)
+    call it in a thread; one to three small queries, one more for a ``/name``). Documents
+    count as images do: a message with one is always sent."""
+    command = interpret(
+        content, images=bool(images or documents), expand=PromptTemplate.objects.expansion
+    )
     if not isinstance(command, Say | Continue):
         return command
     latest = _LATEST_PENDING.rows([prep(Conversation, "id", conversation_id), user_id])
     if isinstance(command, Say):
         window = settings.ORKESTREL.get("DOUBLE_SUBMIT_SECONDS", DOUBLE_SUBMIT_SECONDS)
-        repeat = find_repeat(user_id, conversation_id, command.content, images, window, latest)
+        repeat = find_repeat(
+            user_id, conversation_id, command.content, images, window, latest, documents
+        )
         if repeat is not None:
             return repeat
     if latest:
@@ -118,6 +129,7 @@ def find_repeat(
     images: tuple[str, ...],
     window: float,
     latest: list[tuple[Any, ...]] | None = None,
+    documents: tuple[Document, ...] = (),
 ) -> Repeat | None:
     """The previous submission on the user's conversation if ``content`` and ``images``
     repeat it within ``window`` seconds of its acceptance, else ``None``; ``latest`` is the
@@ -133,8 +145,10 @@ def find_repeat(
         pk, queued, created = found[0]
         if created < cutoff or queued != content:
             return None
-        stored = PendingMessage.objects.filter(pk=pk).values_list("images", flat=True)
-        if list(stored[0] or ()) != list(images):
+        stored = PendingMessage.objects.filter(pk=pk).values_list("images", "documents")
+        if list(stored[0][0] or ()) != list(images):
+            return None
+        if list(stored[0][1] or ()) != _plain(documents):
             return None
         return Repeat(None, None, pending_list(conversation_id))
     # The latest user message, read backwards through the (conversation, position) index.
@@ -145,8 +159,8 @@ def find_repeat(
     if created < cutoff or said != content:
         return None
     # Only now the images, which may be megabytes.
-    kept = Message.objects.filter(pk=pk).values_list("images", flat=True)[0]
-    if list(kept or ()) != list(images):
+    kept, documented = Message.objects.filter(pk=pk).values_list("images", "documents")[0]
+    if list(kept or ()) != list(images) or list(documented or ()) != _plain(documents):
         return None
     # The run opens in the transaction that stores its message, just before it.
     run = (
@@ -155,5 +169,16 @@ def find_repeat(
         .values_list("id", flat=True)
         .first()
     )
-    payload = message_payload(id=message_id, role="user", content=content, images_count=len(images))
+    payload = message_payload(
+        id=message_id,
+        role="user",
+        content=content,
+        images_count=len(images),
+        documents=document_payloads(documents),
+    )
     return Repeat(payload, run)
+
+
+def _plain(documents: tuple[Document, ...]) -> list[dict[str, Any]]:
+    """``documents`` as their stored JSON, to compare with a stored message's."""
+    return [document.to_dict() for document in documents]

@@ -27,6 +27,7 @@ from django.conf import settings
 
 from orkestrel.celery import WorkerLoop, app, stop_worker_loop, worker_loop
 from orkestrel.db import in_thread
+from orkestrel.telemetry.propagation import message_carrier, within
 
 from ..runtime.spec import load_session
 from .active import ActiveRun
@@ -174,7 +175,8 @@ def run_chat(self: Task, data: dict[str, Any]) -> str:
     another worker holds it."""
     node = self.request.hostname or "celery"
     handoff = Handoff.from_data(data)
-    verdict = worker_loop(node).call(run_worker(node).run_here(handoff))
+    carrier = message_carrier(self.request)
+    verdict = worker_loop(node).call(within(carrier, run_worker(node).run_here(handoff)))
     logger.info("run %s: %s", handoff.run_id, verdict)
     return verdict
 

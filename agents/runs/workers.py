@@ -43,6 +43,7 @@ from orkestrel.protocol import (
     encode,
     result_payload,
 )
+from orkestrel.telemetry.propagation import outgoing
 
 from ..runtime.spec import LoadedSession
 from .handoff import Handoff
@@ -120,7 +121,9 @@ def prepare_queued(
 
 def publish_run(handoff: Handoff) -> None:
     """Send the run to the broker (blocking: call it off the event loop)."""
-    celery_app.send_task(RUN_CHAT, args=[handoff.to_data()], task_id=f"run-{handoff.run_id}")
+    celery_app.send_task(
+        RUN_CHAT, args=[handoff.to_data()], task_id=f"run-{handoff.run_id}", headers=outgoing()
+    )
 
 
 def claim_run(handoff: Handoff, holder: str) -> Claim:
@@ -141,7 +144,12 @@ def claim_run(handoff: Handoff, holder: str) -> Claim:
         return "missing"
     if status == Run.Status.INTERRUPTED:
         return "interrupted"
-    active = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.AWAITING_APPROVAL)
+    active = (
+        Run.Status.QUEUED,
+        Run.Status.RUNNING,
+        Run.Status.AWAITING_APPROVAL,
+        Run.Status.AWAITING_INPUT,
+    )
     return "held" if status in active else "settled"
 
 

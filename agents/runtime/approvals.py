@@ -34,6 +34,7 @@ from orkestrel.core.dispatch import (
 )
 
 from ..models import AuthorityRule
+from .questions import AWAITING_ANSWER_CONTENT
 
 __all__ = [
     "APPROVAL_REASON",
@@ -48,6 +49,8 @@ __all__ = [
 # What the history holds for a held call until it is decided (replaced then).
 AWAITING_RESULT = {"pending": "this call waits for a person's approval"}
 AWAITING_CONTENT = json.dumps(AWAITING_RESULT, ensure_ascii=False)
+# The placeholders a decision (or an answer) replaces.
+PLACEHOLDERS = frozenset((AWAITING_CONTENT, AWAITING_ANSWER_CONTENT))
 APPROVAL_REASON = "waiting for a person's approval"
 # The stop reason of a run that paused on held calls, and the status it settles with.
 APPROVAL_STOP = "awaiting_approval"
@@ -118,7 +121,10 @@ async def apply_decisions(agent: Agent, decisions: Sequence[Decided]) -> list[To
     results: list[ToolResult] = []
     for decided in decisions:
         call = ToolCall(decided.call_id, decided.tool, dict(decided.arguments))
-        if not decided.approved:
+        if decided.answer is not None:
+            # A question's answer (or that none came) is the call's result; nothing runs.
+            result = ToolResult(call.id, call.name, value=decided.answer)
+        elif not decided.approved:
             text = denial_text(decided)
             result = ToolResult(
                 call.id, call.name, error=text, denial=ToolOutcome("denied", text, None)
@@ -140,7 +146,7 @@ def _replace_placeholders(agent: Agent, results: Mapping[str, ToolResult]) -> No
     replaced: list[Message] = []
     for message in conversation.messages():
         result = results.get(message.tool_call_id or "") if message.role == "tool" else None
-        if result is not None and message.content == AWAITING_CONTENT:
+        if result is not None and message.content in PLACEHOLDERS:
             message = Message(
                 message.id,
                 "tool",

@@ -22,7 +22,6 @@ from orkestrel.core import (
     ToolCall,
     ToolDefinition,
     ToolResult,
-    create_tool,
 )
 
 __all__ = [
@@ -80,11 +79,12 @@ def client_tool(definition: ToolDefinition) -> Tool:
     async def execute(arguments: Mapping[str, Any]) -> Any:
         return PENDING_RESULT
 
-    return create_tool(
-        name=definition.name,
-        execute=execute,
-        description=definition.description,
+    return Tool(
+        definition.name,
+        execute,
+        definition.description,
         parameters=definition.parameters,
+        strict=definition.strict,
     )
 
 

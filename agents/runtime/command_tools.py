@@ -7,6 +7,9 @@ null) is left out. The program runs in a folder of its own, empty or holding a c
 conversation's active workspace, with an environment of ``PATH``, ``HOME`` (the folder) and
 ``LANG`` only, in a process group of its own, bounded by the row's timeout (then ``SIGTERM``,
 a grace period, ``SIGKILL`` to the whole group) and output limit (stdout and stderr together).
+A row whose parameters declare ``timeout`` lets the model ask for a shorter limit per call
+(``time_limits``); the grace period is the cleanup window ``ORKESTREL["TOOL_CLEANUP_SECONDS"]``
+sets. While a call runs, its output's last lines reach its card (``command_progress``).
 
 Where the machine has an OS sandbox (``agents.sandbox``) every call runs under it: no network
 unless the row allows it, writes only inside its folder. A tool that is not ``safe`` runs only
@@ -36,8 +39,10 @@ from orkestrel.core import Tool, Workspace, create_tool
 from ..models import Tool as ToolRow
 from ..sandbox import Sandbox, child_environment, detect_sandbox, resolve_program
 from .arguments import format_seconds
+from .command_progress import EVERY_SECONDS, OutputTail
 from .processes import GRACE_SECONDS, Finished, run_bounded
 from .registry import ToolContext
+from .time_limits import asked_limit, cleanup_seconds, declares_timeout
 from .workdirs import Changes, Copied, apply, changes, copy_in
 
 __all__ = [
@@ -56,9 +61,10 @@ class CommandToolError(RuntimeError):
     """A command tool call that could not run: refused, a missing program or argument."""
 
 
-def guard_timeout(timeout: float) -> float:
-    """The tool guard's deadline for a command of ``timeout`` seconds: only a backstop."""
-    return timeout + GRACE_SECONDS + SLACK_SECONDS
+def guard_timeout(timeout: float, grace: float = GRACE_SECONDS) -> float:
+    """The tool guard's deadline for a command of ``timeout`` seconds (``grace``: its cleanup
+    window): only a backstop."""
+    return timeout + grace + SLACK_SECONDS
 
 
 def _text(value: Any) -> str:
@@ -120,12 +126,13 @@ def _result(
     finished: Finished,
     *,
     timeout: float,
+    grace: float,
     limit: int,
     sandbox: Sandbox,
     files: Changes | None,
 ) -> dict[str, Any]:
     value: dict[str, Any] = {
-        "status": _status(finished, timeout, GRACE_SECONDS, limit),
+        "status": _status(finished, timeout, grace, limit),
         "exit_code": finished.returncode,
         "stdout": finished.stdout.decode("utf-8", errors="replace"),
         "stderr": finished.stderr.decode("utf-8", errors="replace"),
@@ -155,6 +162,10 @@ class _Command:
         self.template = [str(element) for element in row.argv or ()]
         self.copy = row.workdir == ToolRow.Workdir.WORKSPACE
         self.timeout = row.timeout
+        # The model may ask for a shorter limit when the row's schema offers ``timeout``.
+        self.asked = declares_timeout(row.parameters)
+        self.grace = cleanup_seconds(context.settings)
+        self.every = float(context.settings.get("COMMAND_PROGRESS_SECONDS", EVERY_SECONDS))
         self.limit = row.output_limit
         self.network = row.allow_network
         # The tool's own safety is a write: it needs the sandbox and its edits come back.
@@ -192,6 +203,13 @@ class _Command:
             raise CommandToolError(f"program {self.program!r} is not found on this server")
         argv = [program, *render_argv(self.template, arguments)]
         workspace = self._workspace()
+        time_limit = asked_limit(arguments, self.timeout) if self.asked else self.timeout
+        reports = self.context.reports
+        tail = (
+            OutputTail(reports.reporter(self.name, arguments), every=self.every)
+            if reports is not None
+            else None
+        )
         # The files are taken here, on the loop, where the run edits the workspace.
         files = workspace.files() if workspace is not None else ()
         folder = await asyncio.to_thread(tempfile.mkdtemp, prefix="orkestrel-command-")
@@ -204,9 +222,11 @@ class _Command:
                     argv,
                     cwd=folder,
                     env=child_environment(folder),
-                    time_limit=self.timeout,
+                    time_limit=time_limit,
                     output_limit=self.limit,
+                    grace=self.grace,
                     supervised=sandbox.available,
+                    on_output=tail.feed if tail is not None else None,
                 )
             except OSError as error:  # not a program the kernel can start
                 raise CommandToolError(
@@ -214,10 +234,17 @@ class _Command:
                 ) from error
             found = await self._changes(workspace, folder, copied, finished)
         finally:
+            if tail is not None:
+                tail.close()
             # Shielded: a cancelled call still removes its folder.
             await asyncio.shield(asyncio.to_thread(shutil.rmtree, folder, True))
         return _result(
-            finished, timeout=self.timeout, limit=self.limit, sandbox=sandbox, files=found
+            finished,
+            timeout=time_limit,
+            grace=self.grace,
+            limit=self.limit,
+            sandbox=sandbox,
+            files=found,
         )
 
     async def _changes(

@@ -28,6 +28,7 @@ from urllib.parse import quote, urljoin
 import httpx
 
 from orkestrel.core import Tool, create_tool
+from orkestrel.telemetry.propagation import outgoing
 
 from ..models import Tool as ToolRow
 from ..validators import (
@@ -209,6 +210,8 @@ async def call_http_tool(
     url, used = render_url(template, arguments)
     rest = {name: value for name, value in arguments.items() if name not in used}
     secrets = _headers(header_env)
+    # The run's trace goes on with the call (``traceparent``; nothing while traces are off).
+    traced = outgoing()
     content: dict[str, Any] = (
         {"json": rest} if method in _BODY_METHODS else {"params": _query(rest)}
     )
@@ -223,7 +226,7 @@ async def call_http_tool(
             follow_redirects=False, trust_env=False, timeout=None
         ) as client:
             for _hop in range(MAX_REDIRECTS + 1):
-                headers = {"Accept": _ACCEPT, **secrets}
+                headers = {"Accept": _ACCEPT, **traced, **secrets}
                 response = await _send(client, method, current, headers, content, allow)
                 try:
                     location = response.headers.get("location")

@@ -7,7 +7,8 @@ the model reads why and the run goes on. A tool is safe (read-only mode runs it,
 beside other safe calls) exactly when the server marks it ``readOnlyHint``, unless the
 operator overrode it (``McpServer.safety``). The operator's allow-list drops the others.
 A server that takes each user's own token is listed with the run's user's (one listing per
-user); a user who entered none sees its known tools, whose calls ask them to add it.
+user); a user who entered none sees its known tools, whose calls ask them to add it. A server
+with resources adds a tool to list and read them (``mcp_resource_tool``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..mcp.names import tool_name
 from ..mcp.results import payload_of
 from ..validators import default_parameters
 from .arguments import guard_tool
+from .mcp_resource_tool import READ_RESOURCE, resource_tool
 
 __all__ = ["McpToolSource"]
 
@@ -126,6 +128,10 @@ class McpToolSource:
             if tool is not None:
                 tools.append(tool)
                 names[name] = item.name
+        if self.catalog.offers_resources(self.endpoint) and self.endpoint.allows(READ_RESOURCE):
+            reader = resource_tool(self.connection)
+            if reader.name not in names:  # the server's own tool of that name wins
+                tools.append(reader)
         self._tools, self._names = tuple(tools), names
 
     def _tool(self, name: str, item: OfferedTool) -> Tool | None:

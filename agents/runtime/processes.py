@@ -8,7 +8,8 @@ moves out of its group on purpose (``setsid``) escapes; under the sandbox it can
 the sandbox's process namespace ends with it.
 
 Standard output and error are read as they come, within one byte budget for both; past it
-the rest is read and dropped (so the child never blocks on a full pipe) and counted.
+the rest is read and dropped (so the child never blocks on a full pipe) and counted. Every
+piece read is also handed to ``on_output`` when given (a running command's card).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["GRACE_SECONDS", "Finished", "group_members", "run_bounded"]
@@ -48,7 +49,8 @@ class Finished:
 class _Output:
     """Both streams' bytes within one shared budget."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, listener: Callable[[str, bytes], None] | None = None) -> None:
+        self.listener = listener
         self.left = limit
         self.dropped = 0
         self.streams: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
@@ -58,6 +60,8 @@ class _Output:
             return
         kept = self.streams[name]
         while chunk := await stream.read(_CHUNK):
+            if self.listener is not None:
+                self.listener(name, chunk)
             take = min(len(chunk), self.left)
             kept.extend(chunk[:take])
             self.left -= take
@@ -146,12 +150,14 @@ async def run_bounded(
     output_limit: int,
     grace: float = GRACE_SECONDS,
     supervised: bool = False,
+    on_output: Callable[[str, bytes], None] | None = None,
 ) -> Finished:
     """Run ``argv`` to its end or its ``time_limit`` (seconds), keeping ``output_limit`` bytes.
 
     ``supervised``: the child is a supervisor that tears everything down when it gets
     ``SIGTERM`` (bubblewrap): the terminate signal then goes to the rest of its group only,
-    so the command itself gets its grace period.
+    so the command itself gets its grace period. ``on_output`` hears every piece read, with
+    its stream's name (``stdout`` or ``stderr``), past the output limit too.
     """
     process = await asyncio.create_subprocess_exec(
         *argv,
@@ -163,7 +169,7 @@ async def run_bounded(
         start_new_session=True,
     )
     pgid = process.pid  # a new session's leader leads its process group
-    output = _Output(output_limit)
+    output = _Output(output_limit, on_output)
     readers = [
         asyncio.create_task(output.drain("stdout", process.stdout)),
         asyncio.create_task(output.drain("stderr", process.stderr)),

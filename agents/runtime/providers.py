@@ -35,6 +35,7 @@ def provider_for(
         "first_token_timeout": endpoint.first_token_timeout,
         "stream_idle_timeout": endpoint.stream_idle_timeout,
         "name": f"{endpoint.name}/{model}",
+        "native_documents": endpoint.reads_documents(model),
     }
     client = shared_client(
         secure=not endpoint.base_url.startswith("http://"),

@@ -12,7 +12,7 @@ from typing import Any, Protocol, overload
 
 from orkestrel.core import ToolCall, ToolCallInput, ToolManager, ToolResult
 
-__all__ = ["CallGate", "RunTools", "StartListener"]
+__all__ = ["CallGate", "Gates", "RunTools", "StartListener"]
 
 StartListener = Callable[[Sequence[ToolCall]], None]
 """Told of the calls about to run, in the model's order."""
@@ -24,6 +24,23 @@ class CallGate(Protocol):
     def holds(self, call: ToolCall) -> bool: ...
 
     def placeholder(self, call: ToolCall) -> ToolResult: ...
+
+
+class Gates:
+    """Several gates as one (approvals, questions): a call is held by the first that holds
+    it, and reads that gate's placeholder."""
+
+    __slots__ = ("gates",)
+
+    def __init__(self, *gates: CallGate) -> None:
+        self.gates = gates
+
+    def holds(self, call: ToolCall) -> bool:
+        return any(gate.holds(call) for gate in self.gates)
+
+    def placeholder(self, call: ToolCall) -> ToolResult:
+        gate = next(gate for gate in self.gates if gate.holds(call))
+        return gate.placeholder(call)
 
 
 class RunTools(ToolManager):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
@@ -40,15 +41,18 @@ from ..authority import PolicyAuthority
 from ..models import (
     AuthorityRule,
 )
+from ..usage.charge import KeyRef, current_key
+from ..usage.ledger import record
 from .approvals import ApprovalGate
 from .budgets import run_budget
 from .client_tools import ClientToolAuthority, Handoff, client_tool
 from .mcp_tools import McpToolSource
 from .overrides import RunOverrides
 from .providers import provider_for
+from .questions import QuestionBridge
 from .registry import ToolContext
 from .reports import ToolReports
-from .run_tools import RunTools
+from .run_tools import Gates, RunTools
 from .session_workspaces import SessionWorkspaces, WorkspaceChanges
 from .sources import RunSources, usable_servers
 from .spec import LoadedSession, RuntimeSpec, load_session
@@ -117,6 +121,7 @@ class ChatSession:
         gate: ApprovalGate | None = None,
         tools: RunTools | None = None,
         reports: ToolReports | None = None,
+        questions: QuestionBridge | None = None,
     ) -> None:
         self.spec = spec
         self.agent = agent
@@ -140,7 +145,16 @@ class ChatSession:
             gate.agent = agent
             gate.then = agent.scheduler
             agent.scheduler = gate
+        # Set when someone can answer the model's questions: the run stops once it asked.
+        self.questions = questions
+        if questions is not None:
+            questions.agent = agent
+            questions.then = agent.scheduler
+            agent.scheduler = questions
         self.run_id: int | None = None
+        # The API key the run's usage is charged to (its start's), and when it was built.
+        self.key: KeyRef | None = None
+        self.opened = time.monotonic()
         # The run's tool sources (``build`` sets them; none for a session built by hand).
         self.sources = RunSources(())
         agent.emitter.on("tool", decisions.record_result)
@@ -174,13 +188,14 @@ class ChatSession:
 
     @classmethod
     async def open(cls, conversation_id: str, user_id: int) -> ChatSession:
-        """Build the session for a conversation the user owns (one database hop)."""
+        """Build the session for a conversation the user owns (one database hop); its usage
+        is charged to the current request's API key, if any."""
         loaded = await in_thread(load_session)(conversation_id, user_id)
-        return await cls.from_loaded(loaded)
+        return await cls.from_loaded(loaded, key=current_key())
 
     @classmethod
     async def from_loaded(
-        cls, loaded: LoadedSession, overrides: RunOverrides | None = None
+        cls, loaded: LoadedSession, overrides: RunOverrides | None = None, key: KeyRef | None = None
     ) -> ChatSession:
         return await cls.build(
             loaded.spec,
@@ -188,6 +203,7 @@ class ChatSession:
             workspace=loaded.workspace,
             preloaded=True,
             overrides=overrides,
+            key=key,
         )
 
     @classmethod
@@ -199,15 +215,17 @@ class ChatSession:
         workspace: Mapping[str, Any] | None = None,
         preloaded: bool = False,
         overrides: RunOverrides | None = None,
+        key: KeyRef | None = None,
     ) -> ChatSession:
-        """Build the live agent; with ``preloaded`` the snapshots were read already."""
+        """Build the live agent; with ``preloaded`` the snapshots were read already; its
+        usage is charged to ``key`` (the API key its start came with, if any)."""
         profile = spec.profile
         overrides = overrides or RunOverrides()
         provider = provider_for(spec.endpoint, spec.model_name, overrides.sampling)
         conversation_store = DjangoConversationStore(owner=spec.user_id)
         conversations = ConversationManager(
             # The summaries' usage counts as the conversation's (and costs).
-            summarize=make_summarizer(provider, usage=UsageRecorder.for_spec(spec)),
+            summarize=make_summarizer(provider, usage=UsageRecorder.for_spec(spec, key)),
             keep=profile.keep,
             sections=profile.sections_cap,
             store=conversation_store,
@@ -234,7 +252,9 @@ class ChatSession:
         # A rule that asks a person needs the gate that holds its calls (the run's tools
         # answer them with a placeholder); without one, an ``ask`` denies.
         gate = ApprovalGate(run_tools) if any(rule.asks for rule in spec.rules) else None
-        run_tools.gate = gate
+        # A chat run has someone to answer the model's ``ask_user`` (a job has not).
+        questions = QuestionBridge(run_tools)
+        run_tools.gate = Gates(gate, questions) if gate is not None else questions
         # The authority reports its own decisions; read-only mode refuses before asking it.
         # Built from rows loaded in ``load_spec``: evaluating a call must run no query.
         authority: Authority | None = (
@@ -290,9 +310,19 @@ class ChatSession:
         for definition in overrides.client_tools:
             agent.context.tools.add(client_tool(definition))
         session = cls(
-            spec, agent, conversations, workspaces, decisions, overrides, gate, run_tools, reports
+            spec,
+            agent,
+            conversations,
+            workspaces,
+            decisions,
+            overrides,
+            gate,
+            run_tools,
+            reports,
+            questions=questions,
         )
         session.sources = sources
+        session.key = key
         return session
 
     async def close(self) -> None:
@@ -384,10 +414,39 @@ class ChatSession:
         if usage is not None and usage.total:
             snapshot = changes.snapshot
             sections = len(snapshot["sections"]) if snapshot is not None else None
-            cost = UsageRecorder.for_spec(self.spec).add(usage, sections)
+            recorder = UsageRecorder.for_spec(self.spec, self.key)
+            cost = recorder.add(usage, sections)
             if cost is not None and self.run_id is not None:
                 # Only here are the model's prices known; ``finish_run`` writes the counters.
                 update(Run, {"id": self.run_id}, {"cost": cost})
+            if recorder.charge is not None and self.run_id is not None:
+                # The account: it outlives the conversation (``agents.usage``).
+                record(
+                    recorder.charge,
+                    "run",
+                    usage,
+                    cost,
+                    source=str(self.run_id),
+                    duration_ms=self.elapsed_ms(),
+                )
+
+    def elapsed_ms(self) -> int:
+        """Milliseconds since the session was built (its run's latency, once it settles)."""
+        return int((time.monotonic() - self.opened) * 1000)
+
+    def record_failure(self) -> None:
+        """A failed run's ledger row (its usage is unknown): the dashboard counts errors."""
+        charge = UsageRecorder.for_spec(self.spec, self.key).charge
+        if charge is not None and self.run_id is not None:
+            record(
+                charge,
+                "run",
+                None,
+                None,
+                source=str(self.run_id),
+                outcome="error",
+                duration_ms=self.elapsed_ms(),
+            )
 
 
 def _rule_label(rule: AuthorityRule | None, decision: Decision) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from django.db import transaction
 
 from conversations.models import Conversation
+from orkestrel.refusals import Refusal
 
 from ..models import Skill
 
@@ -42,9 +43,12 @@ class SkillEntry:
     instruction: Mapping[str, Any]
 
 
-class UnknownSkill(LookupError):
+class UnknownSkill(LookupError, Refusal):
     """A requested skill is not offered to the conversation (or none was named): nothing was
     activated."""
+
+    code = "unknown_skill"
+    field = "content"
 
     def __init__(self, names: Sequence[str], offered: Sequence[str]) -> None:
         choices = ", ".join(offered) if offered else "none are offered"

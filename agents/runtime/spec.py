@@ -14,6 +14,7 @@ from conversations.models import Conversation
 from conversations.owned import owned_conversation
 from conversations.stores import DjangoConversationStore
 from orkestrel.core import Scope, TokenUsage
+from orkestrel.refusals import Refusal
 from orkestrel.statements import Query
 from workspaces.models import Workspace
 from workspaces.stores import DjangoWorkspaceStore
@@ -43,19 +44,24 @@ __all__ = [
 ]
 
 
-class NoProfileError(LookupError):
+class NoProfileError(LookupError, Refusal):
     """No enabled agent profile can serve the conversation."""
 
+    code = "no_profile"
+    field = "profile"
 
-class ModelUnavailable(LookupError):
-    """The conversation chose a model whose endpoint is gone: refused, never replaced."""
+
+class ModelUnavailable(LookupError, Refusal):
+    """The conversation (or its profile) runs on a model whose endpoint is gone or disabled:
+    refused, never replaced."""
 
     code = "model_unavailable"
+    status_code = 409
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, chosen: bool = True) -> None:
+        whose = "this conversation chose" if chosen else "of its agent profile"
         super().__init__(
-            f"the model {model!r} this conversation chose is no longer available; "
-            "choose another model"
+            f"the model {model!r} {whose} is no longer available; choose another model"
         )
         self.model = model
 
@@ -113,7 +119,8 @@ def _profile_for(conversation: Conversation, user_id: int, revision: int | None)
 
 
 def _chosen_endpoint(model: str) -> ProviderEndpoint | None:
-    return ProviderEndpoint.objects.filter(name=model.partition("/")[0]).first()
+    """The enabled endpoint serving ``model`` (``None``: deleted or disabled)."""
+    return ProviderEndpoint.objects.filter(name=model.partition("/")[0], enabled=True).first()
 
 
 _PROFILE_FIELDS = tuple(AgentProfile._meta.concrete_fields)
@@ -162,6 +169,8 @@ def load_spec(conversation_id: str, user_id: int) -> RuntimeSpec:
         endpoint, model_name = chosen, conversation.model.partition("/")[2]
     if endpoint is None:
         raise NoProfileError(f"profile {profile.slug!r} names a missing endpoint")
+    if not endpoint.enabled:
+        raise ModelUnavailable(f"{endpoint.name}/{model_name}", chosen=False)
     instructions = config.instructions
     if conversation.skills:
         # The skills this conversation activated join the profile's own instructions.

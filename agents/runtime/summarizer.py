@@ -13,6 +13,7 @@ from orkestrel.core import (
     sanitize_usage,
 )
 from orkestrel.db import in_thread
+from orkestrel.refusals import Refusal
 
 from .usage import UsageRecorder
 
@@ -25,7 +26,7 @@ SUMMARY_INSTRUCTION = (
 )
 
 
-class CompactionFailed(RuntimeError):
+class CompactionFailed(RuntimeError, Refusal):
     """The model gave no summary (a blank answer) or could not be asked: nothing was folded.
 
     Raised by the summarizer, so the kit's fold stays atomic; an automatic fold reports it as
@@ -33,6 +34,7 @@ class CompactionFailed(RuntimeError):
     """
 
     code = "compaction_failed"
+    status_code = 409
 
 
 def make_summarizer(
@@ -41,8 +43,8 @@ def make_summarizer(
     """A summarizer calling ``provider``; ``focus`` says what the summary must keep (seed 004).
 
     With ``usage`` each summary's reported usage is added to the conversation's (and so its
-    cost): compaction spends tokens like any answer. A blank summary raises
-    ``CompactionFailed``: an empty recap must never stand in for the history it folds.
+    cost) and to the usage ledger: compaction spends tokens like any answer. A blank summary
+    raises ``CompactionFailed``: an empty recap must never stand in for the history it folds.
     """
     instruction = SUMMARY_INSTRUCTION
     if focus:
@@ -55,7 +57,7 @@ def make_summarizer(
         result = await provider.generate(prompt, AbortSignal.timeout(SUMMARY_TIMEOUT))
         if usage is not None and result.usage is not None and result.usage.total:
             # Counters and cost only: a summary's prompt is not the conversation's context.
-            await in_thread(usage.add)(sanitize_usage(result.usage))
+            await in_thread(usage.add_summary)(sanitize_usage(result.usage))
         summary = result.content.strip()
         if not summary:
             raise CompactionFailed("The model gave no summary: nothing was folded.")

@@ -25,6 +25,7 @@ from .arguments import guard_tool
 from .command_tools import build_command_tool, guard_timeout
 from .http_tools import build_http_tool
 from .registry import BuiltinTool, ToolContext, ToolRegistry, builtin_tools
+from .time_limits import cleanup_seconds
 
 __all__ = ["RowTools", "build_tool", "build_tool_manager"]
 
@@ -55,6 +56,9 @@ def build_tool(
     if not row.enabled:
         return None
     timeout = row.timeout
+    cleanup = cleanup_seconds(context.settings)
+    # A command bounds its own time (and honours a ``timeout`` argument): its guard is a backstop.
+    asked: bool | None = None
     if row.kind == ToolRow.Kind.BUILTIN:
         entry = registry.get(row.name)
         if entry is None:
@@ -65,12 +69,13 @@ def build_tool(
         tool = build_http_tool(row)
     elif row.kind == ToolRow.Kind.COMMAND:
         tool = build_command_tool(row, context)
-        timeout = guard_timeout(row.timeout)
+        timeout = guard_timeout(row.timeout, cleanup)
+        asked = False
     else:
         logger.warning("tool %r has unknown kind %r; skipped", row.name, row.kind)
         return None
     try:
-        return guard_tool(tool, timeout=timeout)
+        return guard_tool(tool, timeout=timeout, cleanup=cleanup, asked=asked)
     except (SchemaError, ValueError) as error:
         logger.warning("tool %r is misconfigured (%s); skipped", row.name, error)
         return None

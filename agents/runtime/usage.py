@@ -6,11 +6,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.db import transaction
+
 from conversations.models import Conversation
 from orkestrel.core import TokenUsage
 from orkestrel.statements import Names, Query, prep
 
 from ..models.prices import Prices, usage_cost
+from ..usage.charge import KeyRef
+from ..usage.ledger import Charge, record
 from .spec import RuntimeSpec
 
 __all__ = ["UsageRecorder", "usage_columns"]
@@ -63,14 +67,20 @@ _ADD = {
 
 @dataclass(frozen=True, slots=True)
 class UsageRecorder:
-    """Adds usage to one conversation's counters, priced by the model that ran."""
+    """Adds usage to one conversation's counters, priced by the model that ran; with a
+    ``charge``, summaries are written to the usage ledger too."""
 
     conversation_id: str
     prices: Prices | None
+    charge: Charge | None = None
 
     @classmethod
-    def for_spec(cls, spec: RuntimeSpec) -> UsageRecorder:
-        return cls(spec.conversation_id, spec.endpoint.price_of(spec.model_name))
+    def for_spec(cls, spec: RuntimeSpec, key: KeyRef | None = None) -> UsageRecorder:
+        """The recorder of a session of ``spec``, its work charged to ``key`` (if any)."""
+        charge = Charge(
+            spec.user_id, key, spec.profile.slug, f"{spec.endpoint.name}/{spec.model_name}"
+        )
+        return cls(spec.conversation_id, spec.endpoint.price_of(spec.model_name), charge)
 
     def cost(self, usage: TokenUsage | None) -> Decimal | None:
         """What ``usage`` cost (``None``: the model has no price)."""
@@ -99,3 +109,11 @@ class UsageRecorder:
         params.append(prep(Conversation, "id", self.conversation_id))
         _ADD[cost is not None, meter].execute(params)
         return cost
+
+    def add_summary(self, usage: TokenUsage) -> None:
+        """A summary's usage: the conversation's counters, and a ``summary`` ledger row (one
+        transaction: the account never disagrees with the conversation)."""
+        with transaction.atomic():
+            cost = self.add(usage)
+            if self.charge is not None:
+                record(self.charge, "summary", usage, cost, source=self.conversation_id)

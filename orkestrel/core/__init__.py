@@ -2,7 +2,7 @@
 
 Every public name is re-exported here from the module that defines it; ``__all__`` is pinned
 by ``tests/core/test_exports.py``. Modules, by layer: bounds (abort, timeout, budget, usage),
-observation (emitter), records (messages, files, ranges), registries (tools, authority,
+observation (emitter, observer), records (messages, files, ranges), registries (tools, authority,
 instructions, scopes), the provider contract (provider, think), conversations and workspaces
 (with their managers and stores), the turn context, the loop (agent, chunks, channel,
 scheduler), and durable jobs (jobs, registry, queue, runner).
@@ -28,6 +28,7 @@ from . import (
     jobs,
     language,
     messages,
+    observer,
     provider,
     queue,
     ranges,
@@ -63,6 +64,7 @@ from .instructions import *  # noqa: F403
 from .jobs import *  # noqa: F403
 from .language import *  # noqa: F403
 from .messages import *  # noqa: F403
+from .observer import *  # noqa: F403
 from .provider import *  # noqa: F403
 from .queue import *  # noqa: F403
 from .ranges import *  # noqa: F403
@@ -100,6 +102,7 @@ __all__ = sorted(
         *jobs.__all__,
         *language.__all__,
         *messages.__all__,
+        *observer.__all__,
         *provider.__all__,
         *queue.__all__,
         *ranges.__all__,

@@ -19,6 +19,7 @@ from .emitter import Emitter, ErrorHandler, Listener
 from .errors import AgentError
 from .instructions import InstructionManager
 from .messages import Message, mint_id
+from .observer import RunObserver
 from .provider import (
     Provider,
     ProviderStreamOptions,
@@ -137,6 +138,7 @@ class Agent:
     ``read_only`` (assignable at any time; a run's own ``read_only`` option wins for that run)
     keeps the whole tool catalogue advertised but runs only safe calls: any other call is
     answered with the refusal "write access is off for this conversation", a denial.
+    ``observer`` (assignable; ``None`` by default) hears each run's steps (``RunObserver``).
     """
 
     def __init__(
@@ -193,6 +195,7 @@ class Agent:
         self.strict = strict
         self.read_only = read_only
         self.emitter: Emitter[AgentEvent] = Emitter(on=on, error=error)
+        self.observer: RunObserver | None = None
         self._status: AgentStatus = "idle"
         self._runs: set[Abort] = set()
 

@@ -9,6 +9,7 @@ attached to a copy of the last user message.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TypedDict, Unpack
 
 from .constants import WORKSPACE_SECTION_HEADER
@@ -155,9 +156,7 @@ def _attach(messages: list[Message], images: Sequence[str]) -> None:
         message = messages[index]
         if message.role == "user":
             merged = (*(message.images or ()), *images)
-            messages[index] = Message(
-                message.id, "user", message.content, message.calls, merged, message.tool_call_id
-            )
+            messages[index] = replace(message, images=merged)
             return
 
 

@@ -19,6 +19,7 @@ from .conversation_store import (
     _message_json,
     is_conversation_snapshot,
 )
+from .documents import documents_text
 from .emitter import Emitter, ErrorHandler, Listener
 from .errors import ConversationError
 from .messages import Message, MessageInput, create_message, mint_id
@@ -366,7 +367,8 @@ class Conversation:
         return ()
 
     def search(self, query: str) -> tuple[Message, ...]:
-        """Messages whose content contains ``query`` (case-insensitive): sections, then tail."""
+        """Messages whose content, or a document's text, contains ``query`` (case-insensitive):
+        sections, then tail."""
         if not isinstance(query, str):
             raise TypeError("query must be a string")
         needle = query.casefold()
@@ -374,11 +376,9 @@ class Conversation:
             message
             for section in self._sections
             for message in section.messages
-            if needle in message.content.casefold()
+            if _matches(message, needle)
         ]
-        found.extend(
-            message for message in self._tail.values() if needle in message.content.casefold()
-        )
+        found.extend(message for message in self._tail.values() if _matches(message, needle))
         return tuple(found)
 
     def reference(
@@ -440,3 +440,10 @@ def create_conversation(
 ) -> Conversation:
     """Create a ``Conversation`` (see its arguments)."""
     return Conversation(id, summarize, keep, sections, on, error, snapshot)
+
+
+def _matches(message: Message, needle: str) -> bool:
+    """Whether ``needle`` (case-folded) is in the message's content or its documents' text."""
+    if needle in message.content.casefold():
+        return True
+    return bool(message.documents) and needle in documents_text(message.documents).casefold()

@@ -17,6 +17,7 @@ Private to the kit; ``Run`` uses these, in this order, for every turn that calle
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .authority import Authority
     from .conversation import Conversation
     from .emitter import Emitter
+    from .observer import RunObserver
     from .tools import ToolManager
 
 __all__: list[str] = []
@@ -114,8 +116,12 @@ def plan(
     authority: Authority | None,
     read_only: bool,
     emitter: Emitter[Any],
+    decided: dict[str, AuthorityDecision] | None = None,
 ) -> Plan:
-    """Gate each call (scope, read-only mode, authority), then batch the ones that may run."""
+    """Gate each call (scope, read-only mode, authority), then batch the ones that may run.
+
+    ``decided`` (an observed run's) learns each call's authority decision, by call id.
+    """
     answered: dict[str, ToolResult] = {}
     runnable: list[ToolCall] = []
     for call in calls:
@@ -129,9 +135,13 @@ def plan(
                 call.id, call.name, error=READ_ONLY_REFUSAL, denial=READ_ONLY_DENIAL
             )
             emitter.emit("deny", call, READ_ONLY_DECISION)
+            if decided is not None:
+                decided[call.id] = READ_ONLY_DECISION
             continue
         if authority is not None:
             decision = authority.evaluate(AuthorityContext(call))
+            if decided is not None:
+                decided[call.id] = decision
             if not decision.allowed:
                 reason = decision.reason
                 error = f"denied: {reason}" if reason else "denied by authority"
@@ -182,6 +192,53 @@ async def run_batches(
             break
         done.extend(await tools.execute(batch))
     return done
+
+
+class ObservedCalls:
+    """An observed run's batches: each call runs in a task of its own, between its observer's
+    ``tool_started`` and ``tool_ended`` (so what the observer makes current is the call's)."""
+
+    __slots__ = ("decided", "observer", "tools")
+
+    def __init__(
+        self, tools: ToolManager, observer: RunObserver, decided: dict[str, AuthorityDecision]
+    ) -> None:
+        self.tools = tools
+        self.observer = observer
+        self.decided = decided
+
+    async def run(
+        self, batches: Sequence[list[ToolCall]], done: list[ToolResult], signal: AbortSignal
+    ) -> list[ToolResult]:
+        """As ``run_batches``: each batch after the one before, none once ``signal`` fired."""
+        for batch in batches:
+            if signal.aborted:
+                break
+            if len(batch) == 1:
+                done.append(await self.call(batch[0]))
+                continue
+            tasks = [asyncio.ensure_future(self.call(call)) for call in batch]
+            try:
+                done.extend(await asyncio.gather(*tasks))
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                raise
+        return done
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run one call, told to the observer."""
+        observer = self.observer
+        observer.tool_started(call, self.decided.get(call.id))
+        try:
+            result = (await self.tools.execute([call]))[0]
+        except BaseException:
+            observer.tool_ended(
+                call, ToolResult(call.id, call.name, error="cancelled", cancelled=True)
+            )
+            raise
+        observer.tool_ended(call, result)
+        return result
 
 
 # -- record: what the model reads ----------------------------------------------------------------

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 
 from .constants import IMAGE_TOKEN_ESTIMATE, MESSAGE_TOKEN_OVERHEAD
+from .documents import documents_text
 from .messages import Message
 
 __all__ = ["UNSERIALIZABLE_CALL_ESTIMATE", "estimate_messages", "estimate_tokens"]
@@ -32,7 +33,8 @@ def _call_estimate(message: Message) -> int:
 
 
 def estimate_messages(messages: Iterable[Message]) -> int:
-    """Sum content estimates, per-message overhead, tool-call JSON and images. Never raises."""
+    """Sum content estimates, per-message overhead, tool-call JSON, images and documents'
+    text (what a model without document input reads). Never raises."""
     total = 0
     for message in messages:
         total += estimate_tokens(message.content) + MESSAGE_TOKEN_OVERHEAD
@@ -40,4 +42,6 @@ def estimate_messages(messages: Iterable[Message]) -> int:
             total += _call_estimate(message)
         if message.images:
             total += IMAGE_TOKEN_ESTIMATE * len(message.images)
+        if message.documents:
+            total += estimate_tokens(documents_text(message.documents))
     return total

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, get_args
 
+from .documents import Document, to_document
+
 if TYPE_CHECKING:
     from typing_extensions import TypeIs  # ``typing.TypeIs`` from Python 3.13
 
@@ -180,6 +182,8 @@ class Message:
     tool_call_id: str | None = None
     # A tool message's outcome (``None`` on other roles, and on tool messages of old records).
     outcome: ToolOutcome | None = None
+    # Documents a user attached (``orkestrel.core.documents``); ``None`` on other messages.
+    documents: tuple[Document, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return message_to_dict(self)
@@ -208,6 +212,7 @@ class MessageDict(TypedDict):
     images: NotRequired[Sequence[str] | None]
     tool_call_id: NotRequired[str | None]
     outcome: NotRequired[Mapping[str, Any] | None]
+    documents: NotRequired[Sequence[Mapping[str, Any]] | None]
 
 
 def to_tool_call(value: ToolCallInput) -> ToolCall:
@@ -245,6 +250,7 @@ def create_message(value: MessageInput, id: str | None = None) -> Message:
             value.images,
             value.tool_call_id,
             value.outcome,
+            value.documents,
         )
     if not isinstance(value, Mapping):
         raise TypeError(f"message must be a mapping, not {type(value).__name__}")
@@ -276,7 +282,24 @@ def create_message(value: MessageInput, id: str | None = None) -> Message:
         raise TypeError("message id must be a string")
     raw_outcome = value.get("outcome")
     outcome = to_outcome(raw_outcome) if raw_outcome is not None else None
-    return Message(given or mint_id(), role, content, calls, images, tool_call_id, outcome)
+    return Message(
+        given or mint_id(),
+        role,
+        content,
+        calls,
+        images,
+        tool_call_id,
+        outcome,
+        _documents(value.get("documents")),
+    )
+
+
+def _documents(raw: object) -> tuple[Document, ...] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str | bytes) or not isinstance(raw, Sequence):
+        raise TypeError("message documents must be a list of documents")
+    return tuple(to_document(item) for item in raw)
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
@@ -290,6 +313,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         data["tool_call_id"] = message.tool_call_id
     if message.outcome is not None:
         data["outcome"] = message.outcome.to_dict()
+    if message.documents is not None:
+        data["documents"] = [document.to_dict() for document in message.documents]
     return data
 
 
@@ -334,6 +359,7 @@ def is_message(value: object) -> TypeIs[Message | MessageDict]:
         outcome = value.get("outcome")
         if outcome is not None:
             to_outcome(outcome)
+        _documents(value.get("documents"))
         return True
     except Exception:  # noqa: BLE001 - a guard is total
         return False

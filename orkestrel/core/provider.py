@@ -36,11 +36,13 @@ THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("none", "low", "medium", "high", "
 
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
-    """A tool as the model sees it: name, description and JSON-Schema ``parameters``."""
+    """A tool as the model sees it: name, description and JSON-Schema ``parameters``, and
+    the client's ``strict`` flag (``None``: the model server's default), sent as given."""
 
     name: str
     description: str | None = None
     parameters: Mapping[str, Any] | None = None
+    strict: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name}
@@ -48,6 +50,8 @@ class ToolDefinition:
             data["description"] = self.description
         if self.parameters is not None:
             data["parameters"] = dict(self.parameters)
+        if self.strict is not None:
+            data["strict"] = self.strict
         return data
 
 

@@ -6,7 +6,7 @@ Private to the kit; ``Agent`` creates a ``Run`` per ``stream()`` and drives ``ex
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .abort import Abort
@@ -21,12 +21,13 @@ from .chunks import (
     ToolChunk,
     UsageChunk,
 )
-from .dispatch import history_ids, own_ids, plan, run_batches, tool_content
+from .dispatch import ObservedCalls, history_ids, own_ids, plan, run_batches, tool_content
 from .errors import ProviderAbortError
 from .messages import Message, ToolCall, ToolResult, mint_id
 from .provider import (
     ContentDelta,
     ProviderResult,
+    ProviderStreamItem,
     ProviderStreamOptions,
     ThinkingDelta,
     ToolDefinition,
@@ -37,7 +38,9 @@ from .usage import TokenUsage, sanitize_usage
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .authority import AuthorityDecision
     from .conversation import Conversation
+    from .observer import RunObserver
 
 __all__: list[str] = []
 
@@ -85,6 +88,8 @@ class Run:
         # The last tool batch's ``system`` texts, until the next request (``_add_system``).
         self.system: list[str] = []
         self.conversation: Conversation = agent.context.messages
+        # Who hears the run's steps (``RunObserver``); ``None``, the common case, costs a check.
+        self.observer: RunObserver | None = agent.observer
 
     @property
     def content(self) -> str:
@@ -103,6 +108,19 @@ class Run:
     # -- settle ------------------------------------------------------------------------------
 
     async def execute(self) -> AgentResult:
+        observer = self.observer
+        if observer is None:
+            return await self._settle()
+        observer.run_started()
+        try:
+            result = await self._settle()
+        except BaseException as error:
+            observer.run_ended(None, error)
+            raise
+        observer.run_ended(result, None)
+        return result
+
+    async def _settle(self) -> AgentResult:
         agent = self.agent
         emitter = agent.emitter
         try:
@@ -175,7 +193,10 @@ class Run:
             emitter.emit("turn", turn)
             self.content = ""
             self.committed = False
-            result = await self._provide(messages, self._definitions())
+            if self.observer is None:
+                result = await self._provide(messages, self._definitions())
+            else:
+                result = await self._observed_provide(messages, self._definitions(), turn)
             if result.usage is not None:
                 self._report(result.usage)
             if signal.aborted:
@@ -216,6 +237,20 @@ class Run:
             definitions = filter_allow_list(definitions, scope.tools, _name)
         return list(definitions) if definitions else None
 
+    async def _observed_provide(
+        self, messages: list[Message], definitions: list[ToolDefinition] | None, turn: int
+    ) -> ProviderResult:
+        observer = self.observer
+        assert observer is not None
+        observer.request_started(turn)
+        try:
+            result = await self._provide(messages, definitions)
+        except BaseException as error:
+            observer.request_ended(None, error)
+            raise
+        observer.request_ended(result, None)
+        return result
+
     async def _provide(
         self, messages: list[Message], definitions: list[ToolDefinition] | None
     ) -> ProviderResult:
@@ -226,6 +261,8 @@ class Run:
         parts = self.parts = []
         result: ProviderResult | None = None
         stream = self.agent.provider.stream(messages, self.signal, definitions, self.options)
+        if self.observer is not None:
+            stream = _watched(stream, self.observer)
         finished = False
         try:
             async for item in stream:
@@ -311,6 +348,8 @@ class Run:
         context = self.agent.context
         emitter = self.agent.emitter
         scope = context.scope
+        observer = self.observer
+        decided: dict[str, AuthorityDecision] | None = None if observer is None else {}
         results, batches = plan(
             calls,
             context.tools,
@@ -318,9 +357,17 @@ class Run:
             authority=self.agent.authority,
             read_only=self.read_only,
             emitter=emitter,
+            decided=decided,
         )
+        if observer is not None and results:
+            # The calls the gates answered: started and ended at once, in the model's order.
+            for call in calls:
+                answered = results.get(call.id)
+                if answered is not None:
+                    observer.tool_started(call, decided.get(call.id) if decided else None)
+                    observer.tool_ended(call, answered)
         if batches:
-            for item in await self._execute(batches):
+            for item in await self._execute(batches, decided):
                 results[item.id] = item
         push = self.channel.push
         add = self.conversation.add
@@ -346,16 +393,23 @@ class Run:
         for text in held:
             messages.append(self.conversation.add(Message(mint_id(), "system", text)))
 
-    async def _execute(self, batches: list[list[ToolCall]]) -> list[ToolResult]:
+    async def _execute(
+        self,
+        batches: list[list[ToolCall]],
+        decided: dict[str, AuthorityDecision] | None = None,
+    ) -> list[ToolResult]:
         """Run the batches in order, bounded by the run's signal; the calls that finished."""
         tools = self.agent.context.tools
         signal = self.signal
         done: list[ToolResult] = []
         if signal.aborted:
             return done
+        observer = self.observer
         # One batch (the common turn) goes straight to the manager; several run in order.
         work = (
-            tools.execute(batches[0])
+            ObservedCalls(tools, observer, decided or {}).run(batches, done, signal)
+            if observer is not None
+            else tools.execute(batches[0])
             if len(batches) == 1
             else run_batches(tools, batches, done, signal)
         )
@@ -406,6 +460,21 @@ class Run:
 
 def _name(definition: ToolDefinition) -> str:
     return definition.name
+
+
+async def _watched(
+    stream: AsyncIterator[ProviderStreamItem], observer: RunObserver
+) -> AsyncIterator[ProviderStreamItem]:
+    """``stream``, telling ``observer`` of its first item (an observed run's requests only)."""
+    first = True
+    try:
+        async for item in stream:
+            if first:
+                first = False
+                observer.first_chunk()
+            yield item
+    finally:
+        await _close(stream)
 
 
 async def _close(stream: object) -> None:

@@ -92,6 +92,7 @@ class Tool:
         safe: Whether the tool is read-only (no side effects): a bool, or a predicate over a
             call's arguments (``is_safe`` asks it). The definition the model sees is the same
             either way.
+        strict: The ``strict`` flag of the definition the model sees (``None``: none sent).
     """
 
     name: str
@@ -100,6 +101,7 @@ class Tool:
     summary: str | None = None
     parameters: Mapping[str, Any] | None = None
     safe: ToolSafety = False
+    strict: bool | None = None
     # Decided once here: ``run`` is on the dispatch hot path.
     _is_async: bool = field(init=False, repr=False, compare=False)
     _takes_arguments: bool = field(init=False, repr=False, compare=False)
@@ -117,6 +119,8 @@ class Tool:
             raise TypeError(f"tool {self.name!r} parameters must be a mapping")
         if not isinstance(self.safe, bool) and not callable(self.safe):
             raise TypeError(f"tool {self.name!r} safe must be a bool or a callable")
+        if self.strict is not None and not isinstance(self.strict, bool):
+            raise TypeError(f"tool {self.name!r} strict must be a bool")
         object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.execute))
         object.__setattr__(self, "_takes_arguments", _takes_arguments(self.execute))
 
@@ -180,7 +184,7 @@ def _to_tool(value: ToolInput) -> Tool:
 def _definition(tool: Tool) -> ToolDefinition:
     # A lean ``summary`` stands in for the full ``description`` in what the model sees.
     description = tool.summary if tool.summary is not None else tool.description
-    return ToolDefinition(tool.name, description, tool.parameters)
+    return ToolDefinition(tool.name, description, tool.parameters, tool.strict)
 
 
 def _error_message(error: BaseException) -> str:

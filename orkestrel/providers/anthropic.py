@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final, Literal, Unpack
 
+from orkestrel.core.documents import document_text
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
     ContentDelta,
@@ -211,11 +212,17 @@ class _AnthropicTurn(Turn):
         return blocks
 
 
-def _user_blocks(message: Message) -> str | list[dict[str, Any]]:
-    if not message.images:
+def _user_blocks(message: Message, native_documents: bool) -> str | list[dict[str, Any]]:
+    if not message.images and not message.documents:
         return message.content
     blocks: list[dict[str, Any]] = []
-    for image in message.images:
+    for document in message.documents or ():
+        if native_documents and document.native:
+            source = {"type": "base64", "media_type": document.mime, "data": document.data}
+            blocks.append({"type": "document", "source": source, "title": document.name})
+        else:
+            blocks.append({"type": "text", "text": document_text(document)})
+    for image in message.images or ():
         picture = to_image(image)
         blocks.append(
             {
@@ -364,7 +371,9 @@ class AnthropicProvider(HttpProvider):
             results_open = False
             if role == "user":
                 signed = True  # A new user turn closes the previous tool loop.
-                wire.append({"role": "user", "content": _user_blocks(message)})
+                wire.append(
+                    {"role": "user", "content": _user_blocks(message, self.native_documents)}
+                )
                 continue
             blocks: list[dict[str, Any]] = []
             if message.calls:

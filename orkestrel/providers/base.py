@@ -292,6 +292,7 @@ class HttpProviderOptions(TypedDict, total=False):
     first_token_timeout: float | None
     stream_idle_timeout: float | None
     on_retry: RetryListener | None
+    native_documents: bool
 
 
 class HttpProvider:
@@ -323,6 +324,7 @@ class HttpProvider:
         first_token_timeout: float | None = None,
         stream_idle_timeout: float | None = None,
         on_retry: RetryListener | None = None,
+        native_documents: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError("model must be a non-empty string")
@@ -358,6 +360,8 @@ class HttpProvider:
         _timeout("first_token_timeout", first_token_timeout)
         _timeout("stream_idle_timeout", stream_idle_timeout)
         self._max_line = max_line_bytes
+        # Whether the model reads a PDF itself (else it reads the text extracted from it).
+        self.native_documents = bool(native_documents)
         # Told of each streamed tool call's pieces (``CallListener``); ``None``: nobody asks.
         self.on_call: CallListener | None = None
         # Told of the model the server reported answering (``ModelListener``).

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from orkestrel.core.documents import documents_text
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
     ProviderStreamItem,
@@ -97,6 +98,10 @@ def _messages(messages: list[Message]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for position, message in enumerate(messages):
         entry: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.documents:
+            # Ollama takes no documents: the model reads their text after the message's.
+            text = documents_text(message.documents)
+            entry["content"] = f"{message.content}\n\n{text}" if message.content else text
         if message.role == "assistant" and message.calls:
             entry["tool_calls"] = [
                 {"function": {"name": call.name, "arguments": dict(call.arguments)}}

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final, Unpack
 
+from orkestrel.core.documents import document_text
 from orkestrel.core.messages import Message
 from orkestrel.core.provider import (
     NamedToolChoice,
@@ -125,18 +126,24 @@ class _OpenAITurn(Turn):
                         call.value = arguments
 
 
-def _content(message: Message) -> str | list[dict[str, Any]]:
-    if not message.images:
+def _content(message: Message, native_documents: bool) -> str | list[dict[str, Any]]:
+    if not message.images and not message.documents:
         return message.content
     parts: list[dict[str, Any]] = []
     if message.content:
         parts.append({"type": "text", "text": message.content})
-    for image in message.images:
+    for image in message.images or ():
         parts.append({"type": "image_url", "image_url": {"url": to_image(image).url}})
+    for document in message.documents or ():
+        if native_documents and document.native:
+            url = f"data:{document.mime};base64,{document.data}"
+            parts.append({"type": "file", "file": {"filename": document.name, "file_data": url}})
+        else:
+            parts.append({"type": "text", "text": document_text(document)})
     return parts
 
 
-def _messages(messages: list[Message]) -> list[dict[str, Any]]:
+def _messages(messages: list[Message], native_documents: bool = False) -> list[dict[str, Any]]:
     links = link_tool_messages(messages)
     wire: list[dict[str, Any]] = []
     for position, message in enumerate(messages):
@@ -167,7 +174,7 @@ def _messages(messages: list[Message]) -> list[dict[str, Any]]:
             else:
                 wire.append({"role": "tool", "tool_call_id": link.id, "content": message.content})
         elif role == "user":
-            wire.append({"role": "user", "content": _content(message)})
+            wire.append({"role": "user", "content": _content(message, native_documents)})
         else:
             wire.append({"role": role, "content": message.content})
     return wire
@@ -180,6 +187,8 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     function["parameters"] = (
         dict(tool.parameters) if tool.parameters is not None else {"type": "object"}
     )
+    if tool.strict is not None:
+        function["strict"] = tool.strict  # the client's flag, unchanged
     return {"type": "function", "function": function}
 
 
@@ -268,7 +277,7 @@ class OpenAIProvider(HttpProvider):
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self._model,
-            "messages": _messages(messages),
+            "messages": _messages(messages, self.native_documents),
             "stream": True,
         }
         if self._include_usage:

@@ -240,7 +240,11 @@ def to_tools(tools: Sequence[ToolDefinition | Mapping[str, Any]] | None) -> list
             continue
         if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
             raise TypeError("tools items must be tool definitions with a string name")
-        out.append(ToolDefinition(tool["name"], tool.get("description"), tool.get("parameters")))
+        out.append(
+            ToolDefinition(
+                tool["name"], tool.get("description"), tool.get("parameters"), tool.get("strict")
+            )
+        )
     return out
 
 

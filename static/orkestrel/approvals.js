@@ -1,9 +1,12 @@
 // @ts-check
-// Tool calls waiting for a person: the box above the composer that shows each one with its
-// full arguments, and answers it with an `approve` frame (Approve, Deny with a reason the
-// model reads, or Approve with edited arguments). Every tab shows the same list: the server's
-// `approval` frames and the `state` frame replace it whole. A call that comes to wait is
-// brought into view with Approve focused, and announced to screen readers.
+// Everything a run waits on a person for, in one box above the composer:
+// - tool calls waiting for approval, each with its full arguments, answered with an `approve`
+//   frame (Approve, Deny with a reason the model reads, or Approve with edited arguments);
+// - questions the model asked (`ask_user`), answered with an `answer` frame (a choice, or
+//   free text where the question takes it).
+// Every tab shows the same lists: the server's `approval` and `question` frames and the `state`
+// frame replace them whole. What comes to wait is brought into view with its first control
+// focused, and announced to screen readers.
 
 import { el, prettyJson } from "./render.js";
 
@@ -18,40 +21,115 @@ export class ApprovalPanel {
     this.box = el("section", {
       className: "approval-box",
       "data-testid": "approval-box",
-      "aria-label": "Tool calls waiting for your approval",
+      "aria-label": "Waiting for you: tool calls to approve, questions to answer",
       hidden: true,
     });
     before.before(this.box);
+    /** @type {any[]} */
+    this.approvals = [];
+    /** @type {any[]} */
+    this.questions = [];
     // Read out when a call comes to wait (the box itself is not a live region: its buttons
     // and fields would be read again on every update).
     this.announcer = el("p", { className: "visually-hidden", "aria-live": "assertive", "data-testid": "approval-announcer" });
     this.box.after(this.announcer);
   }
 
-  /** Show `approvals` (the pending ones; an empty list hides the box). A call already shown
-   * keeps its item, so a reason being typed or arguments being edited survive the update. */
+  /** Show `approvals` (the pending ones; with no question either, the box hides). */
   show(approvals) {
-    const waiting = (approvals || []).filter((approval) => approval.status === "pending");
-    const shown = new Map(
-      Array.from(this.box.children, (item) => [item.dataset.approvalId, item]),
-    );
-    const fresh = waiting.filter((approval) => !shown.has(String(approval.id)));
+    this.approvals = (approvals || []).filter((approval) => approval.status === "pending");
+    this.render();
+  }
+
+  /** Show `questions` (the pending ones), beside the approvals. */
+  showQuestions(questions) {
+    this.questions = (questions || []).filter((question) => question.status === "pending");
+    this.render();
+  }
+
+  /** Lay out what waits. An item already shown keeps its element, so a reason, an answer
+   * being typed or arguments being edited survive the update. */
+  render() {
+    const shown = new Map(Array.from(this.box.children, (item) => [item.dataset.waitKey, item]));
+    const waiting = [
+      ...this.approvals.map((approval) => ({ key: `approval:${approval.id}`, approval, question: null })),
+      ...this.questions.map((question) => ({ key: `question:${question.id}`, approval: null, question })),
+    ];
+    const fresh = waiting.filter((entry) => !shown.has(entry.key));
     this.box.replaceChildren(
-      ...waiting.map((approval) => shown.get(String(approval.id)) || this.item(approval)),
+      ...waiting.map((entry) => {
+        const item = shown.get(entry.key) || (entry.approval ? this.item(entry.approval) : this.questionItem(entry.question));
+        item.dataset.waitKey = entry.key;
+        return item;
+      }),
     );
     this.box.hidden = waiting.length === 0;
     if (fresh.length) this.present(fresh);
   }
 
-  /** New calls wait: say so, and put the first one's Approve where the eye is. */
+  /** New things wait: say so, and put the first one's first control where the eye is. */
   present(fresh) {
-    const names = fresh.map((approval) => approval.tool).join(", ");
-    this.announcer.textContent = `${fresh.length === 1 ? "A tool call waits" : `${fresh.length} tool calls wait`} for your approval: ${names}.`;
-    const item = this.box.querySelector(`[data-approval-id="${CSS.escape(String(fresh[0].id))}"]`);
+    const calls = fresh.filter((entry) => entry.approval).map((entry) => entry.approval.tool);
+    const asked = fresh.filter((entry) => entry.question).map((entry) => entry.question.question);
+    const said = [];
+    if (calls.length) said.push(`${calls.length === 1 ? "A tool call waits" : `${calls.length} tool calls wait`} for your approval: ${calls.join(", ")}.`);
+    if (asked.length) said.push(`The agent asks you: ${asked.join(" ")}`);
+    this.announcer.textContent = said.join(" ");
+    const item = this.box.querySelector(`[data-wait-key="${CSS.escape(fresh[0].key)}"]`);
     if (!item) return;
     item.scrollIntoView({ block: "center" });
-    const approve = item.querySelector("[data-testid=approval-approve]");
-    if (approve instanceof HTMLElement) approve.focus({ preventScroll: true });
+    const first = item.querySelector("[data-testid=approval-approve], [data-testid=question-choice], [data-testid=question-text]");
+    if (first instanceof HTMLElement) first.focus({ preventScroll: true });
+  }
+
+  /** One question the model asked: its choices as buttons, a text box where free text is
+   * taken. */
+  questionItem(question) {
+    const item = el(
+      "div",
+      { className: "approval question", "data-testid": "question", "data-question-id": question.id, "data-call-id": question.call_id },
+      el("p", { className: "approval-head", text: "The agent asks you:" }),
+      el("p", { className: "question-text", "data-testid": "question-asked", text: question.question }),
+    );
+    const actions = el("div", { className: "approval-actions" });
+    for (const choice of question.choices || []) {
+      const button = el("button", { type: "button", "data-testid": "question-choice", text: choice });
+      button.addEventListener("click", () => this.decide(item, { type: "answer", id: question.id, answer: choice }));
+      actions.append(button);
+    }
+    if (actions.childElementCount) item.append(actions);
+    if (question.free_text) {
+      const text = el("input", {
+        className: "approval-reason",
+        "data-testid": "question-text",
+        type: "text",
+        maxlength: 10000,
+        placeholder: question.choices?.length ? "Or type another answer" : "Your answer",
+        "aria-label": `Your answer to: ${question.question}`,
+      });
+      const send = el("button", { type: "button", className: "secondary", "data-testid": "question-send", text: "Answer" });
+      const submit = () => {
+        const answer = text.value.trim();
+        if (!answer) {
+          this.notify("Type an answer first.");
+          return;
+        }
+        this.decide(item, { type: "answer", id: question.id, answer });
+      };
+      send.addEventListener("click", submit);
+      text.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") {
+          event.preventDefault();
+          submit();
+        }
+      });
+      item.append(el("div", { className: "approval-actions" }, text, send));
+    }
+    if (question.expires) {
+      const at = new Date(question.expires);
+      item.append(el("p", { className: "approval-expires", text: `The agent goes on without an answer at ${at.toLocaleTimeString()}.` }));
+    }
+    return item;
   }
 
   /** A decision was refused (bad arguments, decided elsewhere): the buttons work again. */

@@ -1,26 +1,38 @@
 // @ts-check
-// Images attached to the next message: by the Attach button, by pasting, or by dropping them
-// on the composer, all three the same way. Each is checked as the server checks it (PNG,
-// JPEG, GIF or WebP, within the server's byte limit, at most MAX_IMAGES per message) and
+// Images and documents attached to the next message: by the Attach button, by pasting, or by
+// dropping them on the composer, all three the same way. Each is checked as the server checks
+// it (PNG, JPEG, GIF or WebP images; PDF, DOCX, plain text, Markdown or CSV documents; each
+// within the server's byte limit for its kind, at most MAX_IMAGES files per message) and
 // previewed at once; the upload (POST /c/<id>/attachments/) happens when the message is sent,
-// so a preview removed before sending leaves nothing on the server.
+// so a preview removed before sending leaves nothing on the server. The server reads a
+// document's text then (and refuses a PDF of too many pages).
+
+import { sizeText } from "./documents.js";
 
 // orkestrel.protocol.MAX_IMAGES and the image kinds workspaces.services.image_mime knows.
 export const MAX_IMAGES = 8;
 export const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+// The kinds orkestrel.document_reader reads (a browser may not know a type: the name says).
+export const DOCUMENT_TYPES = [
+  "application/pdf",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "text/plain",
+  "text/markdown",
+  "text/csv",
+];
+const DOCUMENT_NAME = /\.(pdf|docx|txt|text|md|markdown|csv)$/i;
 
-function sizeText(bytes) {
-  if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
-  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KB`;
-  return `${bytes} bytes`;
+/** Whether `file` is a document the server reads. */
+export function isDocument(file) {
+  return DOCUMENT_TYPES.includes(file.type) || DOCUMENT_NAME.test(file.name || "");
 }
 
-/** The image files among `files`; the others are named in `refused`. */
-function images(files, refused) {
+/** The image and document files among `files`; the others are named in `refused`. */
+function attachable(files, refused) {
   const kept = [];
   for (const file of files) {
-    if (IMAGE_TYPES.includes(file.type)) kept.push(file);
-    else refused.push(`${file.name || "That file"} is not a PNG, JPEG, GIF or WebP image.`);
+    if (IMAGE_TYPES.includes(file.type) || isDocument(file)) kept.push(file);
+    else refused.push(`${file.name || "That file"} is neither an image (PNG, JPEG, GIF, WebP) nor a document (PDF, DOCX, text, Markdown, CSV).`);
   }
   return kept;
 }
@@ -32,15 +44,17 @@ export class Attachments {
    * @param {string} options.uploadUrl - where each image is uploaded when the message is sent
    * @param {string} options.csrfToken - the page's CSRF token
    * @param {number} options.maxBytes - the server's largest image
+   * @param {number} [options.maxDocumentBytes] - the server's largest document
    * @param {(message: string, kind?: string) => void} options.notify - how refusals are shown
    */
-  constructor({ list, uploadUrl, csrfToken, maxBytes, notify }) {
+  constructor({ list, uploadUrl, csrfToken, maxBytes, maxDocumentBytes, notify }) {
     this.list = list;
     this.uploadUrl = uploadUrl;
     this.csrfToken = csrfToken;
     this.maxBytes = maxBytes;
+    this.maxDocumentBytes = maxDocumentBytes || 10 * 1024 * 1024;
     this.notify = notify;
-    this.items = []; // {file, li, id}: `id` once uploaded (a failed send reuses it)
+    this.items = []; // {file, li, id, info}: `id` (and the server's `info`) once uploaded
     list.addEventListener("click", (event) => {
       const button = /** @type {Element} */ (event.target).closest(".attachment-remove");
       if (!button) return;
@@ -56,32 +70,45 @@ export class Attachments {
   /** Attach `files` (a FileList or an array): refusals are notified, the rest previewed. */
   add(files) {
     const refused = [];
-    for (const file of images(Array.from(files), refused)) {
+    for (const file of attachable(Array.from(files), refused)) {
       if (this.items.length >= MAX_IMAGES) {
-        refused.push(`At most ${MAX_IMAGES} images go with one message.`);
+        refused.push(`At most ${MAX_IMAGES} files go with one message.`);
         break;
       }
-      if (file.size > this.maxBytes) {
-        refused.push(`${file.name || "The image"} is larger than ${sizeText(this.maxBytes)}.`);
+      const limit = IMAGE_TYPES.includes(file.type) ? this.maxBytes : this.maxDocumentBytes;
+      if (file.size > limit) {
+        refused.push(`${file.name || "The file"} is larger than ${sizeText(limit)}.`);
         continue;
       }
-      this.items.push({ file, li: this.preview(file), id: null });
+      this.items.push({ file, li: this.preview(file), id: null, info: null });
     }
     for (const message of refused) this.notify(message);
     this.show();
   }
 
   preview(file) {
-    const label = file.name || "pasted image";
-    const image = document.createElement("img");
-    image.className = "attachment-thumb";
-    image.alt = label;
-    // A data: URL (the page's CSP allows no blob: images).
-    const reader = new FileReader();
-    reader.addEventListener("load", () => {
-      image.src = String(reader.result);
-    });
-    reader.readAsDataURL(file);
+    const document_ = !IMAGE_TYPES.includes(file.type);
+    const label = file.name || (document_ ? "document" : "pasted image");
+    /** @type {HTMLElement} */
+    let image;
+    if (document_) {
+      // No thumbnail: the kind, by its name's extension (the server reads the text on upload).
+      image = document.createElement("span");
+      image.className = "attachment-doc";
+      image.setAttribute("aria-hidden", "true");
+      image.textContent = (label.match(/\.([a-z0-9]+)$/i)?.[1] || "doc").toUpperCase();
+    } else {
+      const img = document.createElement("img");
+      img.className = "attachment-thumb";
+      img.alt = label;
+      // A data: URL (the page's CSP allows no blob: images).
+      const reader = new FileReader();
+      reader.addEventListener("load", () => {
+        img.src = String(reader.result);
+      });
+      reader.readAsDataURL(file);
+      image = img;
+    }
     const name = document.createElement("span");
     name.className = "attachment-name";
     name.textContent = `${label} · ${sizeText(file.size)}`;
@@ -98,8 +125,8 @@ export class Attachments {
     return li;
   }
 
-  /** Give back images the server holds already (pending messages taken back, each
-   * `{id, mime, size}`): listed by type and size, sent again by their ids. */
+  /** Give back files the server holds already (pending messages taken back, each
+   * `{id, mime, size}`, a document's with its `name`): listed, sent again by their ids. */
   restore(attached) {
     let left = 0;
     for (const item of attached) {
@@ -107,7 +134,7 @@ export class Attachments {
         left += 1;
         continue;
       }
-      const label = `${item.mime || "image"} · ${sizeText(item.size || 0)}`;
+      const label = `${item.name || item.mime || "image"} · ${sizeText(item.size || 0)}`;
       const name = document.createElement("span");
       name.className = "attachment-name";
       name.textContent = `taken back: ${label}`;
@@ -121,9 +148,9 @@ export class Attachments {
       li.dataset.testid = "attachment";
       li.append(name, remove);
       this.list.append(li);
-      this.items.push({ file: null, li, id: item.id });
+      this.items.push({ file: null, li, id: item.id, info: item });
     }
-    if (left) this.notify(`${left} more image(s) wait on the server; send these first.`, "warning");
+    if (left) this.notify(`${left} more file(s) wait on the server; send these first.`, "warning");
     this.show();
   }
 
@@ -143,13 +170,13 @@ export class Attachments {
     this.list.hidden = this.items.length === 0;
   }
 
-  /** Upload every image not uploaded yet; their attachment ids, in order (throws the
-   * server's reason when one is refused). */
+  /** Upload every file not uploaded yet; their attachment ids, in order (throws the
+   * server's reason when one is refused: too large, a PDF of too many pages, unreadable). */
   async upload() {
     for (const item of this.items) {
       if (item.id) continue;
       const body = new FormData();
-      body.append("file", item.file, item.file.name || "image");
+      body.append("file", item.file, item.file.name || "attachment");
       const response = await fetch(this.uploadUrl, {
         method: "POST",
         credentials: "same-origin",
@@ -158,11 +185,19 @@ export class Attachments {
       });
       const answer = await response.json().catch(() => ({}));
       if (!response.ok || !answer.attachment) {
-        throw new Error(answer.error || `The image could not be attached (HTTP ${response.status}).`);
+        throw new Error(answer.error || `${item.file.name || "The file"} could not be attached (HTTP ${response.status}).`);
       }
       item.id = answer.attachment.id;
+      item.info = answer.attachment;
     }
     return this.items.map((item) => item.id);
+  }
+
+  /** What the uploaded files look like in the transcript until the server's message comes:
+   * how many images, and the documents as `{name, mime, size, pages, preview}`. */
+  shown() {
+    const documents = this.items.map((item) => item.info).filter((info) => info && info.name);
+    return { images_count: this.items.length - documents.length, documents };
   }
 
   /** Take images from the `picker` the `button` opens, from pastes into `input`, and from

@@ -9,6 +9,7 @@
 // Nothing here depends on timers firing on time (background tabs throttle them): frames are
 // rendered as they arrive, and only the reconnect backoff waits.
 
+import { AnswerModels } from "./answered.js";
 import { ChatApi } from "./api.js";
 import { ApprovalPanel } from "./approvals.js";
 import { Branches } from "./branches.js";
@@ -17,6 +18,7 @@ import { describeFailure, stopSentence } from "./failures.js";
 import { ChatHeader } from "./header.js";
 import { JumpToLatest } from "./jump.js";
 import { LiveRun } from "./live.js";
+import { McpOfferings } from "./mcp_offerings.js";
 import { Meters } from "./meters.js";
 import { Notices } from "./notices.js";
 import { PendingBox } from "./pending.js";
@@ -24,6 +26,7 @@ import { APPLY, GAP, RunTracker } from "./protocol.js";
 import { renderMessage, renderToolCard, setMessagesUrl, showDecision } from "./render.js";
 import { ChatSocket } from "./socket.js";
 import { RunStatus } from "./status.js";
+import { ToolsReadout } from "./tools.js";
 import { Transcript } from "./transcript.js";
 import { WorkspacePanel } from "./workspace.js";
 
@@ -40,7 +43,7 @@ const SKILL_NOTICES = new Set(["skill_activated", "skill_active"]);
 // Errors that refuse a `send`: the message was not accepted, so its text goes back in the box.
 const REJECTED = new Set(["busy", "too_large", "invalid", "unknown_type", "no_profile", "nothing_to_continue"]);
 // Errors that refuse an `approve`: its buttons work again.
-const APPROVAL_ERRORS = new Set(["invalid", "decided", "operator", "not_found"]);
+const APPROVAL_ERRORS = new Set(["invalid", "decided", "operator", "not_found", "answered"]);
 // Errors that answer a compaction asked for: its status line says how it ended.
 const COMPACTION_ERRORS = new Set(["nothing_to_compact", "compaction_failed"]);
 // Frames after which the transcript's branch controls are laid out again.
@@ -82,6 +85,7 @@ class ChatPage {
     this.pendingBox = new PendingBox(byId("pending-box"), send, notify);
     this.approvals = new ApprovalPanel({ send, notify, before: byId("pending-box") });
     this.branches = new Branches(this.transcript.list, send, notify);
+    this.models = new AnswerModels(this.transcript.list);
     this.composer = new Composer(root, {
       send,
       notify,
@@ -94,7 +98,10 @@ class ChatPage {
         this.markAnswer();
       },
     });
+    this.mcp = new McpOfferings(this.composer.slashMenu, this.composer.input, this.api, notify, this.composer.form);
     this.workspace = new WorkspacePanel(root, notify);
+    const tools = document.getElementById("chat-tools");
+    if (tools instanceof HTMLDetailsElement) this.tools = new ToolsReadout(tools, this.api);
     const compactForm = byId("compact-form");
     const compactFocus = /** @type {HTMLInputElement} */ (byId("compact-focus"));
     compactForm.addEventListener("submit", (event) => {
@@ -151,9 +158,11 @@ class ChatPage {
     this.header.showSkills(state.conversation?.skills || []);
     this.showPending(state.pending || []);
     this.approvals.show(state.approvals || []);
+    this.approvals.showQuestions(state.questions || []);
     this.meters.usage(state.usage);
     this.meters.context(state.context);
     this.branches.fromState(state, this.streaming());
+    this.models.show(state.models);
   }
 
   streaming() {
@@ -192,6 +201,8 @@ class ChatPage {
       live.tool(tool);
     }
     if (run.content) live.token(run.content);
+    // Calls still running: their cards, clocks and latest reports.
+    for (const entry of run.running || []) live.running(entry);
   }
 
   /** The run's text flows again: a retry that worked needs no word any more. */
@@ -216,18 +227,42 @@ class ChatPage {
     if (verdict !== APPLY) return;
     const handler = this.handlers[frame.type];
     if (!handler) return;
-    const wasNear = this.transcript.nearBottom();
+    // Whether the end was in view is read once per animation frame, before that frame's
+    // frames change the page: a streaming answer brings a frame per delta, and each read
+    // of the layout after a change would lay the whole transcript out again.
+    if (this.nearBeforeFrames === null) this.nearBeforeFrames = this.transcript.nearBottom();
     handler.call(this, frame, reconnected);
     this.markAnswer();
     if (BRANCH_FRAMES.has(frame.type)) this.branches.afterFrame(frame, this.streaming());
-    if (frame.type !== "state") this.follow(wasNear);
-    this.jump.update();
+    this.followSoon(frame.type !== "state");
   }
 
   /** Keep the newest message in view if it was, unless a held call waits for the eye. */
   follow(wasNear) {
     if (wasNear && this.approvals.box.hidden) this.transcript.scrollToEnd();
   }
+
+  /** At the next animation frame (after the answer's markdown is rendered in it), `follow`
+   * if any frame since the last asked to, and update "Jump to latest". */
+  followSoon(follow) {
+    this.followAsked ||= follow;
+    if (this.followScheduled) return;
+    this.followScheduled = true;
+    requestAnimationFrame(() => {
+      const wasNear = Boolean(this.nearBeforeFrames);
+      const asked = this.followAsked;
+      this.followScheduled = false;
+      this.followAsked = false;
+      this.nearBeforeFrames = null;
+      if (asked) this.follow(wasNear);
+      this.jump.update();
+    });
+  }
+
+  /** @type {boolean | null} whether the end was in view before this animation frame's frames */
+  nearBeforeFrames = null;
+  followAsked = false;
+  followScheduled = false;
 
   /** @type {Record<string, (this: ChatPage, frame: any, reconnected?: boolean) => void>} */
   handlers = {
@@ -307,6 +342,9 @@ class ChatPage {
       this.approvals.show(frame.approvals || []);
       if (frame.decided) showDecision(this.transcript.list, frame.decided);
     },
+    question(frame) {
+      this.approvals.showQuestions(frame.questions || []);
+    },
     branches(frame) {
       // The chosen branch changed (here or in another tab): the messages shown did too.
       this.branches.replace(frame.branches);
@@ -341,6 +379,7 @@ class ChatPage {
       else if (result.stop === "exhaust" || run?.exhausted !== undefined) note = stopSentence("exhaust");
       else if (result.stop === "interrupted") note = stopSentence("interrupted");
       if (run) run.finish(result, note, note ? "stopped" : null);
+      if (run && result.model) for (const turn of run.turns) this.models.label(turn.li, result);
       this.meters.usage(null, result.usage);
       this.status.settle("retrying");
       if (result.partial) {

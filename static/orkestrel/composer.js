@@ -47,6 +47,7 @@ export class Composer {
       uploadUrl: root.dataset.attachmentsUrl,
       csrfToken: /** @type {HTMLInputElement | null} */ (document.querySelector("input[name=csrfmiddlewaretoken]"))?.value || "",
       maxBytes: Number(root.dataset.maxImageBytes) || 5 * 1024 * 1024,
+      maxDocumentBytes: Number(root.dataset.maxDocumentBytes) || 10 * 1024 * 1024,
       notify: hooks.notify,
     });
     this.attachments.watch({
@@ -176,6 +177,7 @@ export class Composer {
       hooks.reconnect();
       return;
     }
+    const shown = attachments.shown();
     attachments.clear();
     this.clear();
     this.input.focus();
@@ -184,7 +186,7 @@ export class Composer {
       this.lastCommand = content;
       return;
     }
-    const li = renderMessage({ id: "", role: "user", content, html: "", images_count: images.length });
+    const li = renderMessage({ id: "", role: "user", content, html: "", ...shown });
     li.classList.add("is-pending");
     li.dataset.nonce = id;
     this.outbox.set(id, { li, content });

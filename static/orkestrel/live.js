@@ -5,6 +5,7 @@
 // rendered as markdown while it streams (markdown.js), and kept as it is when it is committed.
 
 import { MarkdownStream } from "./markdown.js";
+import { ElapsedClock } from "./running.js";
 import {
   copyButton,
   el,
@@ -35,6 +36,8 @@ export class LiveRun {
     this.settled = false;
     this.aborted = null; // the reason of an `abort` frame
     this.exhausted = undefined; // the limit of an `exhaust` frame
+    // How long each running call has run, on its card.
+    this.clock = new ElapsedClock();
   }
 
   get current() {
@@ -131,6 +134,7 @@ export class LiveRun {
     const existing = this._adopt(call.id);
     if (existing) {
       existing.tool = tool;
+      this.clock.stop(existing.card);
       fillToolCard(existing.card, tool);
       return;
     }
@@ -160,25 +164,36 @@ export class LiveRun {
   execute(frame) {
     const call = frame.call || {};
     const tool = { id: call.id, name: call.name, arguments: call.arguments, phase: "running" };
-    const existing = this._adopt(call.id);
-    if (existing) {
-      existing.tool = tool;
-      fillToolCard(existing.card, tool);
-      return;
+    let entry = this._adopt(call.id);
+    if (entry) {
+      entry.tool = tool;
+      fillToolCard(entry.card, tool);
+    } else {
+      let turn = this.current;
+      if (!turn || turn.messageId) turn = this._turn();
+      entry = this._addCard(turn, tool);
     }
-    let turn = this.current;
-    if (!turn || turn.messageId) turn = this._turn();
-    this._addCard(turn, tool);
+    this.clock.start(entry.card, frame.elapsed || 0);
+  }
+
+  /** A call still running when this tab joined (an entry of `state.run.running`): its card
+   * runs, its clock from `elapsed`, with what its tool reported last. */
+  running(entry) {
+    const call = entry.call || {};
+    this.execute({ call, elapsed: entry.elapsed });
+    if (entry.display !== null && entry.display !== undefined) this.progress({ call: call.id, display: entry.display });
   }
 
   /** A running call's tool reported (a `tool_progress` frame): its card shows the report
-   * until the call's `tool` frame. A tab that joined mid-call has no card for it (the `state`
-   * frame carries no running calls): it shows the call once it ends. */
+   * until the call's `tool` frame (a command's output tail, with its own elapsed time). */
   progress(frame) {
     const entry = this._entry(frame.call);
     if (!entry || entry.tool.result !== undefined || entry.tool.error !== undefined) return;
     entry.tool.display = frame.display;
     updateToolDisplay(entry.card, entry.tool);
+    const elapsed = frame.display?.elapsed;
+    if (typeof elapsed === "number") this.clock.start(entry.card, elapsed);
+    else this.clock.show(entry.card);
   }
 
   /** The card of call `callId`, or the oldest card still being written (its id may have been
@@ -266,6 +281,7 @@ export class LiveRun {
           leftover.push(message);
         } else if (entry.tool.result === undefined && entry.tool.error === undefined) {
           entry.tool.result = message.content;
+          this.clock.stop(entry.card);
           fillToolCard(entry.card, entry.tool);
         }
       } else {
@@ -279,6 +295,7 @@ export class LiveRun {
    * note (`mark`: the answer is marked `failed` or `stopped` too, as a reload shows it). */
   finish(result, note, mark = null) {
     this.settled = true;
+    this.clock.stopAll();
     for (const turn of this.turns) {
       turn.li.classList.remove("is-live");
       if (turn.stream) turn.stream.flush();

@@ -4,8 +4,11 @@
 // it reads the same however it was reached. Markdown goes through markdown.js (sanitized with
 // the server's allow-list); every other string goes through textContent.
 
+import { renderDocuments } from "./documents.js";
 import { failureClause } from "./failures.js";
 import { renderMarkdown } from "./markdown.js";
+import { renderCommandOutput } from "./running.js";
+import { isImages, renderToolImages } from "./tool_images.js";
 
 const ROLE_LABELS = { user: "You", assistant: "Assistant", tool: "Tool result", system: "System" };
 
@@ -243,6 +246,8 @@ function renderDisplay(display) {
     return block;
   }
   if (display === undefined || display === null) return null;
+  if (display.kind === "command") return renderCommandOutput(display);
+  if (isImages(display)) return renderToolImages(display);
   const text = typeof display === "string" ? display : prettyJson(display);
   return el("pre", { className: "tool-display", "data-testid": "tool-display", text });
 }
@@ -252,7 +257,7 @@ function renderDisplay(display) {
  * place of what it showed, the rest of the card (an opened "Arguments") left as it is.
  */
 export function updateToolDisplay(card, tool) {
-  const old = card.querySelector(":scope > .tool-delegate, :scope > .tool-display");
+  const old = card.querySelector(":scope > .tool-delegate, :scope > .tool-display, :scope > .tool-images, :scope > .tool-command");
   const shown = renderDisplay(tool.display);
   if (old && shown) old.replaceWith(shown);
   else fillToolCard(card, tool);
@@ -317,6 +322,7 @@ export function renderMessage(message, tools = []) {
     li.append(body);
   }
   if (message.images_count) li.append(...renderImages(message));
+  if (message.documents && message.documents.length) li.append(renderDocuments(message.documents));
   for (const tool of tools) li.append(renderToolCard(tool));
   if (message.content && (message.role === "user" || message.role === "assistant")) {
     SOURCES.set(li, message.content);

@@ -53,6 +53,14 @@ export class SlashMenu {
     });
   }
 
+  /** Offer more entries (MCP prompts and resources, loaded later); names already offered are
+   * kept as they were. An entry with a `choose()` runs it when picked instead of filling the box. */
+  add(entries) {
+    const names = new Set(this.entries.map((entry) => entry.name));
+    this.entries.push(...entries.filter((entry) => !names.has(entry.name)));
+    if (document.activeElement === this.input) this.update();
+  }
+
   get open() {
     return !this.list.hidden;
   }
@@ -106,6 +114,12 @@ export class SlashMenu {
   pick(index) {
     const entry = this.shown[index];
     if (!entry) return;
+    if (typeof entry.choose === "function") {
+      this.input.value = "";
+      this.close();
+      entry.choose();
+      return;
+    }
     this.input.value = `/${entry.name} `;
     this.input.setSelectionRange(this.input.value.length, this.input.value.length);
     this.close();
@@ -121,7 +135,7 @@ export class SlashMenu {
       const step = event.key === "ArrowDown" ? 1 : -1;
       this.active = (this.active + step + this.shown.length) % this.shown.length;
       this.render();
-    } else if (event.key === "Enter" && !event.shiftKey && this.input.value === `/${this.shown[this.active]?.name}`) {
+    } else if (event.key === "Enter" && !event.shiftKey && this.input.value === `/${this.shown[this.active]?.name}` && !this.shown[this.active]?.choose) {
       // Typed out already: Enter sends it, as it would without the menu.
       this.close();
       return false;

@@ -5,6 +5,7 @@
 // "show earlier messages", Copy (a message as Markdown, a code block as text) and Fork.
 // The answer being streamed is the LiveRun's (live.js); branch controls are Branches'.
 
+import { AnswerModels } from "./answered.js";
 import { copyText } from "./markdown.js";
 import { describeFailure, stopSentence } from "./failures.js";
 import {
@@ -132,6 +133,8 @@ export class Transcript {
   /** Exactly one element is the answer: `liveBody` (the streaming one), else the last
    * assistant text. */
   markAnswer(liveBody) {
+    // A streaming answer gets a frame per delta: once it is the one marked, nothing changes.
+    if (liveBody && liveBody.dataset.testid === "answer" && this.list.querySelectorAll("[data-testid=answer]").length === 1) return;
     for (const node of this.list.querySelectorAll("[data-testid=answer]")) node.removeAttribute("data-testid");
     let body = liveBody;
     if (!body) {
@@ -223,6 +226,7 @@ export class Transcript {
       const messages = page.messages || [];
       const nodes = transcriptItems(messages, this.notes).map((item) => renderMessage(item.message, item.tools));
       target.after(...nodes);
+      new AnswerModels(this.list).show(page.models);
       if (page.earlier && messages.length) target.replaceWith(renderEarlier(page.earlier, this.earlierUrl(messages[0].id)));
       else target.remove();
     } catch {

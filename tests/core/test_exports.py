@@ -196,6 +196,7 @@ EXPORTED = [
     "ReadResult",
     "ReplaceResult",
     "ResponseFormat",
+    "RunObserver",
     "RunOptions",
     "RunnerController",
     "SCOPE_CATEGORIES",

@@ -3,7 +3,7 @@
 The profile's model is picked from the endpoints' lists under help that reads; the rules of a
 policy fit a 1280 px window; models and scope columns are edited as lists; an endpoint is
 checked from its own page; a tool form shows its kind's fields. On the admin pages of profiles,
-endpoints, tools and policies (and the login page), axe-core finds nothing serious or
+schedules, endpoints, tools and policies (and the login page), axe-core finds nothing serious or
 critical, and nothing is logged to the console or blocked by the Content-Security-Policy.
 """
 
@@ -66,9 +66,19 @@ profile = AgentProfile.objects.create(
     slug="pages-helper", name="Pages helper", model=ARGS["endpoint"] + "/" + ARGS["model"],
     scope=scope, authority_policy=policy,
 )
+from django.utils import timezone
+from agents.models import Schedule, ScheduleRun
+schedule = Schedule(
+    user=user, profile=profile, name="pages-digest", prompt="Summarise the day",
+    cron="0 9 * * 1-5", timezone="Europe/Lisbon",
+)
+schedule.plan(timezone.now())
+schedule.save()
+ScheduleRun.objects.create(schedule=schedule, trigger="cron", error="the profile was off")
 print(json.dumps({
     "session": session.session_key, "endpoint": endpoint.pk, "tool": tool.pk,
     "policy": policy.pk, "scope": scope.pk, "profile": profile.pk,
+    "schedule": str(schedule.pk),
 }))
 """
 
@@ -95,7 +105,7 @@ def operator(open_context: Callable[..., Any], server: Server, rows: dict[str, A
     return context.new_page()
 
 
-def url(model: str, view: str, pk: int | None = None) -> str:
+def url(model: str, view: str, pk: int | str | None = None) -> str:
     middle = f"{pk}/{view}/" if pk is not None else ("" if view == "changelist" else f"{view}/")
     return f"/admin/agents/{model}/{middle}"
 
@@ -156,7 +166,7 @@ def test_models_and_scope_columns_are_edited_as_lists(
 ) -> None:
     page = operator
     page.goto(url("providerendpoint", "change", rows["endpoint"]))
-    models = page.get_by_role("textbox", name="Models")
+    models = page.get_by_role("textbox", name="Models", exact=True)
     expect(models).to_have_value(f"{MODEL}\nfake-model-mini")
     models.fill(f"{MODEL}\nfake-model-mini\nfake-model-large\n")
     page.locator("input[name=_continue]").click()
@@ -237,6 +247,7 @@ def test_a_tool_form_shows_only_its_kinds_fields(operator: Page, rows: dict[str,
 
 PAGES = {
     "agentprofile": "profile",
+    "schedule": "schedule",
     "providerendpoint": "endpoint",
     "tool": "tool",
     "authoritypolicy": "policy",

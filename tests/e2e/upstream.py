@@ -17,6 +17,8 @@ only what it sends and reads what came back (``reply_for`` is the whole script):
   with ``{"city": "Paris"}``, its arguments split across deltas as real servers split them;
 - the ``workspace`` tool is offered and the last message is the user's, containing
   ``WRITE_TRIGGER``: a call writing ``WRITE_ARGUMENTS``;
+- the ``ask_user`` tool is offered and the last user message contains ``ASK_TRIGGER``: a call
+  asking ``ASK_ARGUMENTS``;
 - the last user message contains ``FAIL_TRIGGER``: a 500 whose body holds ``SECRET_DETAIL``
   (which must never reach the app's clients);
 - the last user message contains ``FAIL_ONCE_TRIGGER``: a 500 the first time this server is
@@ -54,6 +56,8 @@ __all__ = [
     "WEATHER_TOOL",
     "WRITE_ARGUMENTS",
     "WRITE_TRIGGER",
+    "ASK_TRIGGER",
+    "ASK_ARGUMENTS",
     "FakeUpstream",
     "Reply",
     "instance_of",
@@ -73,6 +77,8 @@ WEATHER_TOOL = "get_weather"
 WEATHER_ARGUMENTS = {"city": "Paris"}
 WRITE_TRIGGER = "WRITE-NOTES"
 WRITE_ARGUMENTS = {"operation": "write", "path": "notes.md", "content": "approved words"}
+ASK_TRIGGER = "ASK-ME"
+ASK_ARGUMENTS = {"question": "Which format?", "choices": ["PDF", "Markdown"], "free_text": True}
 # Split mid-token, as OpenAI and vLLM split a call's arguments across deltas.
 _WEATHER_PIECES = ('{"ci', 'ty": "Pa', 'ris"}')
 
@@ -161,6 +167,10 @@ def reply_for(body: Mapping[str, Any]) -> Reply:
     if "workspace" in offered and WRITE_TRIGGER in said and last.get("role") == "user":
         return Reply(
             call="workspace", arguments=[json.dumps(WRITE_ARGUMENTS)], finish_reason="tool_calls"
+        )
+    if "ask_user" in offered and ASK_TRIGGER in said and last.get("role") == "user":
+        return Reply(
+            call="ask_user", arguments=[json.dumps(ASK_ARGUMENTS)], finish_reason="tool_calls"
         )
     if WEATHER_TOOL in offered and last.get("role") == "user":
         return Reply(

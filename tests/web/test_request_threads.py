@@ -58,15 +58,47 @@ async def test_a_failed_request_s_thread_is_not_lent_again():
     assert failed != after
 
 
-async def test_requests_at_once_have_threads_of_their_own_and_only_kept_ones_stay():
-    app, seen, gate = RequestThreads(_two_sync_calls, kept=1), [], asyncio.Event()
-    slow = [asyncio.create_task(_call(app, "/slow", seen, gate=gate)) for _ in range(3)]
-    while len(seen) < 3:
+async def test_requests_at_once_have_threads_of_their_own_up_to_the_bound_then_share():
+    app, seen, gate = RequestThreads(_two_sync_calls, threads=2), [], asyncio.Event()
+    slow = [asyncio.create_task(_call(app, "/slow", seen, gate=gate)) for _ in range(5)]
+    while len(seen) < 5:
         await asyncio.sleep(0.01)
     gate.set()
     await asyncio.gather(*slow)
-    assert len({first for first, _ in seen}) == 3
-    assert len(app._idle) == 1
+    assert len({first for first, _ in seen}) == 2
+    assert all(first == second for first, second in seen)
+
+
+async def _streaming(scope: Any, receive: Any, send: Any) -> None:
+    """A response that starts, then streams until its gate opens, then closes on its thread."""
+    scope["seen"].append(await sync_to_async(_ident)())
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await scope["gate"].wait()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    scope["seen"].append(await sync_to_async(_ident)())
+
+
+async def test_a_streaming_response_holds_no_thread_of_its_own():
+    app, gate = RequestThreads(_streaming, threads=4), asyncio.Event()
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    streams: list[list[int]] = [[] for _ in range(10)]
+    tasks = []
+    for count, seen in enumerate(streams, start=1):
+        tasks.append(
+            asyncio.create_task(app({"type": "http", "seen": seen, "gate": gate}, None, send))
+        )
+        while len(sent) < count:  # this one streams before the next one comes
+            await asyncio.sleep(0.01)
+    gate.set()
+    await asyncio.gather(*tasks)
+    # Each stream started once its sync work was done: the next request took the same thread.
+    assert len({seen[0] for seen in streams}) == 1
+    assert all(start == close for start, close in streams)
+    assert len(sent) == 20
 
 
 async def test_the_app_serves_one_request_after_another_on_one_kept_thread():
@@ -87,3 +119,21 @@ async def test_the_app_serves_one_request_after_another_on_one_kept_thread():
         request_started.disconnect(started)
     assert len(threads) == 5
     assert len(set(threads)) == 1
+
+
+async def _fails_after_its_response(scope: Any, receive: Any, send: Any) -> None:
+    scope["seen"].append(await sync_to_async(_ident)())
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    raise Failed
+
+
+async def test_a_request_failing_after_its_response_started_leaves_its_thread_lent():
+    app, seen = RequestThreads(_fails_after_its_response), []
+
+    async def send(message: Any) -> None:
+        pass
+
+    for _ in range(2):
+        with pytest.raises(Failed):
+            await app({"type": "http", "seen": seen}, None, send)
+    assert seen[0] == seen[1]

@@ -2,6 +2,10 @@
 
     python manage.py add_mcp_server github https://mcp.example.com/mcp \\
         --bearer-env GITHUB_MCP_TOKEN --header X-Tenant=acme --profile coder
+    python manage.py add_mcp_server git --command "mcp-server-git --repository /srv/repo"
+
+A stdio server (``--command``: a shell-like command line, or a JSON list of the program and
+its arguments) runs under the command tools' sandbox; ``--network`` lets it reach the network.
 
 Nothing is written unless the server answers with these settings: a server that cannot be
 reached or refuses the credentials leaves the database as it was and exits non-zero. Named
@@ -11,6 +15,8 @@ line, as the model sees them (``<name>__<tool>``).
 
 from __future__ import annotations
 
+import json
+import shlex
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -31,12 +37,43 @@ def _header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+def _command_line(text: str) -> list[str]:
+    """``--command``'s program and arguments: a JSON list, else split as a shell would."""
+    try:
+        parts: Any = json.loads(text) if text.lstrip().startswith("[") else shlex.split(text)
+    except (ValueError, json.JSONDecodeError) as error:
+        raise CommandError(f"--command {text!r}: {error}") from None
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+        raise CommandError(f"--command {text!r}: give the program and its arguments")
+    return parts
+
+
 class Command(BaseCommand):
-    help = "Register or update an MCP server (Streamable HTTP), checked first; print its tools."
+    help = (
+        "Register or update an MCP server (Streamable HTTP, or a stdio --command), checked "
+        "first; print its tools."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="The server's name: a-z, 0-9, _ and - (a tool prefix).")
-        parser.add_argument("url", help="Its Streamable HTTP endpoint, e.g. https://host/mcp.")
+        parser.add_argument(
+            "url",
+            nargs="?",
+            default="",
+            help="Its Streamable HTTP endpoint, e.g. https://host/mcp.",
+        )
+        parser.add_argument(
+            "--command",
+            dest="stdio",
+            metavar="COMMAND",
+            help="Instead of a URL: the stdio server's command line (or a JSON list), run "
+            "under the command tools' sandbox.",
+        )
+        parser.add_argument(
+            "--network",
+            action="store_true",
+            help="Let a stdio server reach the network (off unless given).",
+        )
         parser.add_argument(
             "--bearer-env",
             metavar="VAR",
@@ -58,13 +95,19 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        name, url = options["name"], options["url"]
+        name, url, stdio = options["name"], options["url"], options["stdio"]
+        if bool(url) == bool(stdio):
+            raise CommandError("give the server's URL or its --command, one of the two")
         row = McpServer.objects.filter(name=name).first() or McpServer(name=name)
         row.url = url
+        row.command = _command_line(stdio) if stdio else None
+        row.network = bool(stdio) and options["network"]
         if options["bearer_env"]:
             row.auth, row.bearer_env = McpServer.Auth.BEARER_ENV, options["bearer_env"]
         if options["header"]:
             row.headers = dict(_header(text) for text in options["header"])
+        elif stdio:
+            row.headers = {}  # headers belong to a URL server; one turned stdio drops them
         slugs = list(dict.fromkeys(options["profile"]))
         profiles = list(AgentProfile.objects.filter(slug__in=slugs))
         missing = sorted(set(slugs) - {profile.slug for profile in profiles})

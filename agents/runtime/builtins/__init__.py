@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..registry import BuiltinTool, ToolFactory, ToolRegistry, builtin_tools
-from . import conversation_search, delegate, http_fetch, skills, workspace
+from . import ask_user, conversation_search, delegate, http_fetch, skills, workspace
 
 __all__ = ["register_builtins"]
 
@@ -22,12 +22,13 @@ _BUILTINS: tuple[tuple[ModuleType, ToolFactory], ...] = (
     (http_fetch, http_fetch.create_http_fetch_tool),
     (skills, skills.create_skills_tool),
     (delegate, delegate.create_delegate_tool),
+    (ask_user, ask_user.create_ask_user_tool),
 )
 
 
 def register_builtins(registry: ToolRegistry = builtin_tools) -> tuple[BuiltinTool, ...]:
-    """Register ``workspace``, ``conversation_search``, ``http_fetch``, ``skills`` and
-    ``delegate`` on ``registry``."""
+    """Register ``workspace``, ``conversation_search``, ``http_fetch``, ``skills``,
+    ``delegate`` and ``ask_user`` on ``registry``."""
     return tuple(
         registry.register(
             module.NAME,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
 from conversations.models import Conversation as ConversationRow
 from conversations.models import Message as MessageRow
@@ -98,7 +98,10 @@ def _uuid(value: str) -> uuid.UUID | None:
 
 def find_candidates(user_id: int, current: str, query: str, limit: int) -> list[Candidate]:
     """The ``limit`` best conversations of ``user_id`` other than ``current`` (sync ORM)."""
-    messages = MessageRow.objects.filter(conversation__owner_id=user_id, content__icontains=query)
+    messages = MessageRow.objects.filter(
+        Q(content__icontains=query) | Q(document_text__icontains=query),
+        conversation__owner_id=user_id,
+    )
     current_key = _uuid(current)
     if current_key is not None:
         messages = messages.exclude(conversation_id=current_key)

@@ -6,7 +6,11 @@ better than nested ones, so a range is four 1-based ints lifted with ``range_of`
 is a ``WorkspaceError`` whose message starts with its code (``MODALITY: ...``), which the kit's
 ``ToolManager`` hands the model as the tool error.
 
-Its safety depends on the call: ``list``, ``read`` and ``search`` are read-only (they run
+``list_workspaces`` names the workspaces the model may ``switch`` to (the user's own, by id
+and name, the active one marked).
+
+Its safety depends on the call: ``list``, ``read``, ``search`` and ``list_workspaces`` are
+read-only (they run
 concurrently, and in read-only mode), every other operation is a write (``is_safe``). An edit
 answers the model with the same short result as ever and shows the user a unified diff of
 the change on the tool card (the kit's ``{"result", "display"}`` payload).
@@ -38,6 +42,7 @@ from orkestrel.core import (
 from orkestrel.core.errors import WorkspaceErrorCode
 
 from ..registry import ToolContext
+from ..workspace_directory import WorkspaceEntry, owned_workspaces
 
 __all__ = [
     "DESCRIPTION",
@@ -59,7 +64,7 @@ NAME = "workspace"
 # The tool as a whole (what the registry and a new row record): it writes, moves and removes
 # files. A call's own safety is ``is_safe``'s answer.
 SAFE = False
-SAFE_OPERATIONS: frozenset[str] = frozenset({"list", "read", "search"})
+SAFE_OPERATIONS: frozenset[str] = frozenset({"list", "read", "search", "list_workspaces"})
 SEARCH_LIMIT = 100  # matches returned by one search: keeps a result small enough to read
 # Characters of a matched line a search answers: a minified file's one line of a megabyte,
 # matched a hundred times, would be a hundred megabytes of JSON. A longer line is cut to
@@ -72,7 +77,17 @@ DIFF_CHARS = 256 * 1024
 _INLINE_DIFF_CHARS = 16 * 1024
 
 Operation = Literal[
-    "list", "read", "write", "prepend", "append", "search", "replace", "move", "remove", "switch"
+    "list",
+    "read",
+    "write",
+    "prepend",
+    "append",
+    "search",
+    "replace",
+    "move",
+    "remove",
+    "switch",
+    "list_workspaces",
 ]
 OPERATIONS: tuple[str, ...] = get_args(Operation)
 _RANGE_KEYS = ("start_line", "start_column", "end_line", "end_column")
@@ -83,8 +98,8 @@ DESCRIPTION = (
     "end_line, end_column for a span); write (path, content; with a range it replaces that "
     "span); prepend / append (path, content); search (query, regex); replace (query, "
     "replacement, regex: every match in every file); move (path, to); remove (path); switch "
-    "(workspace: make another workspace active). Lines and columns count from 1; a range's "
-    "end is exclusive."
+    "(workspace: make another workspace active); list_workspaces (the workspaces you may "
+    "switch to, by id and name). Lines and columns count from 1; a range's end is exclusive."
 )
 
 
@@ -410,6 +425,28 @@ async def _switch(manager: WorkspaceManager, arguments: Mapping[str, Any]) -> An
     return {"workspace": workspace.id, "files": workspace.count}
 
 
+Directory = Callable[[], Awaitable[tuple[list[WorkspaceEntry], int]]]
+"""The workspaces the model may switch to (at most a page) and how many there are."""
+
+
+async def _list_workspaces(manager: WorkspaceManager, directory: Directory) -> Any:
+    entries, total = await directory()
+    active = manager.active
+    listed = [
+        {**entry, "active": active is not None and entry["id"] == active.id} for entry in entries
+    ]
+    if active is not None and not any(entry["active"] for entry in listed):
+        # The active one is always named, even past the page (or not stored yet).
+        listed.insert(0, {"id": active.id, "name": "", "files": active.count, "active": True})
+    result: dict[str, Any] = {
+        "active": active.id if active is not None else None,
+        "workspaces": listed,
+    }
+    if total > len(entries):
+        result["more"] = total - len(entries)
+    return result
+
+
 _HANDLERS: dict[str, Handler] = {
     "list": _list,
     "read": _read,
@@ -486,11 +523,16 @@ def is_safe(arguments: Mapping[str, Any]) -> bool:
     return isinstance(operation, str) and operation in SAFE_OPERATIONS
 
 
-def create_workspace_tool(context: ToolContext) -> Tool:
-    """The ``workspace`` tool bound to this run's ``agent_context.workspaces``."""
+def create_workspace_tool(context: ToolContext, directory: Directory | None = None) -> Tool:
+    """The ``workspace`` tool bound to this run's ``agent_context.workspaces``; its
+    ``list_workspaces`` reads ``directory`` (by default the user's stored workspaces)."""
     agent_context = context.agent_context
+    user_id = context.user_id
+    listing: Directory = directory or (lambda: owned_workspaces(user_id))
 
     async def execute(arguments: Mapping[str, Any]) -> Any:
+        if arguments.get("operation") == "list_workspaces":
+            return await _list_workspaces(agent_context.workspaces, listing)
         # Read the registry and the scope per call: the runtime may swap either mid-run.
         scope = agent_context.scope
         visible = frozenset(scope.files) if scope is not None and scope.files is not None else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
@@ -11,7 +12,9 @@ from django.core.management import CommandError, call_command
 
 from agents.management.commands.bootstrap import ensure_demo_profile
 from agents.models import AgentProfile, McpServer
+from agents.sandbox import detect_sandbox
 from tests.mcp_server import McpProcess, free_port
+from tests.mcp_stdio_server import COMMAND as STDIO_COMMAND
 
 pytestmark = pytest.mark.django_db
 
@@ -84,4 +87,34 @@ def test_an_unknown_profile_or_a_bad_name_is_refused_before_any_connection():
         add("fixture", "http://127.0.0.1:1/mcp", "--profile", "nope")
     with pytest.raises(CommandError, match="name"):
         add("Bad Name", "http://127.0.0.1:1/mcp")
+    assert not McpServer.objects.exists()
+
+
+@pytest.mark.skipif(not detect_sandbox().available, reason="no bubblewrap sandbox here")
+def test_a_stdio_server_from_the_command_line_is_checked_and_registered():
+    demo = ensure_demo_profile()
+    McpServer.objects.create(name="local", url="http://127.0.0.1:1/mcp", headers={"X-A": "b"})
+    printed = add("local", "--command", json.dumps(STDIO_COMMAND), "--profile", "demo")
+    server = McpServer.objects.get(name="local")
+    assert printed == ["local__echo", "local__environment", "local__look", "local__exit"]
+    assert (server.url, server.command, server.headers, server.network) == (
+        "",
+        STDIO_COMMAND,
+        {},
+        False,
+    )
+    assert server.profiles.filter(pk=demo.pk).exists()
+
+
+def test_a_command_line_is_split_as_a_shell_would():
+    with pytest.raises(CommandError, match="nothing registered|not valid|not found"):
+        add("local", "--command", "no-such-mcp-program --flag 'two words'")
+    assert not McpServer.objects.exists()
+
+
+def test_a_url_and_a_command_together_are_refused():
+    with pytest.raises(CommandError, match="URL or its --command"):
+        add("local", "http://127.0.0.1:1/mcp", "--command", "true")
+    with pytest.raises(CommandError, match="URL or its --command"):
+        add("local")
     assert not McpServer.objects.exists()

@@ -15,7 +15,7 @@ from agents.api.schema import operation_id
 METHODS = ("get", "post", "put", "patch", "delete")
 VERBS = (
     "list|get|create|update|put|delete|cancel|retry|stream|decide|send|edit|regenerate|fork"
-    "|compact|export|import|search|choose|take|upload|replace"
+    "|compact|export|import|search|choose|take|upload|replace|answer"
 )
 NAME = re.compile(rf"(?:{VERBS})[A-Z][A-Za-z]*")
 

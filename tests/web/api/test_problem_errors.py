@@ -83,7 +83,7 @@ def test_a_cursor_the_api_did_not_give_out_is_a_400_naming_it(api):
         "/api/conversations/?page_size=5",
         "/api/approvals/?status=all&conversation=1",
         "/api/profiles/?ordering=slug",
-        "/api/usage/?since=2020-01-01x",
+        "/api/usage/?from=2020-01-01",
     ],
 )
 def test_a_query_parameter_the_operation_does_not_take_is_a_400_naming_it(api, url):

@@ -35,6 +35,7 @@ import redis
 from kombu import Connection
 
 from agents.jobs.service import RUN_JOB
+from agents.schedules import HEADER, sign
 from orkestrel.celery import app as celery_app
 from tests.processes import log_tail, stop_group
 
@@ -260,6 +261,16 @@ def _delete_queue(queue: str) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with started_stack(tmp_path_factory) as made:
+        yield made
+
+
+@contextmanager
+def started_stack(
+    tmp_path_factory: pytest.TempPathFactory, extra: dict[str, str] | None = None
+) -> Iterator[Stack]:
+    """The server and its database, with the environment's ``extra`` variables too (workers
+    get the same)."""
     folder = tmp_path_factory.mktemp("workers")
     queue = f"orkestrel-test-{uuid.uuid4().hex[:10]}"
     with _database(folder) as database:
@@ -273,11 +284,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 "ORKESTREL_DEMO_WORD_DELAY": str(WORD_SECONDS),
                 "ORKESTREL_JOB_HEARTBEAT_SECONDS": str(HEARTBEAT),
                 "ORKESTREL_JOB_STALE_SECONDS": str(STALE),
+                # The workers' scheduler looks for due schedules this often.
+                "ORKESTREL_SCHEDULE_TICK_SECONDS": "0.25",
                 "DEBUG": "false",
                 "API_THROTTLE_RATE": "100000/min",  # the tests poll
                 "SECRET_KEY": os.environ.get("SECRET_KEY") or "celery-workers-tests-only",
                 "DJANGO_SETTINGS_MODULE": "orkestrel.settings",
                 "PYTHONUNBUFFERED": "1",
+                **(extra or {}),
             }
         )
         made = Stack(env=env, folder=folder, queue=queue, url="", key="")
@@ -462,3 +476,41 @@ def test_jobs_left_by_a_dead_server_or_never_sent_run_on_a_worker(stack, api):
     assert orphan["result"]["content"].startswith("You said: left by a dead server")
     assert unsent["status"] == "done" and unsent["attempts"] == 1
     assert unsent["result"]["content"].startswith("You said: never reached the broker")
+
+
+def test_schedules_start_their_jobs_on_the_workers_from_run_now_and_a_signed_webhook(stack, api):
+    stack.worker("a")
+    created = api.post(
+        "/api/schedules/",
+        json={"name": "yearly", "profile": "demo", "prompt": "hello", "cron": "0 0 1 1 *"},
+    )
+    assert created.status_code == 201, created.text
+    schedule = created.json()
+    # The admin's Run now: a request in the database that a worker's next tick takes.
+    stack.shell(
+        "from django.utils import timezone; from agents.models import Schedule; "
+        f"print(Schedule.objects.filter(pk={schedule['id']!r}).update(run_requested=timezone.now()))"
+    )
+
+    def started() -> list[dict[str, Any]] | None:
+        runs = api.get(f"/api/schedules/{schedule['id']}/runs/").json()["results"]
+        return runs or None
+
+    [run_now] = until(started, "a worker's tick to start the schedule")
+    assert run_now["trigger"] == "run_now"
+    done = settled(api, run_now["job"]["id"])
+    assert done["status"] == "done"
+    assert stack.rows(done["id"])[done["id"]]["owner"].startswith("a@")
+
+    body = b'{"ref": "main"}'
+    signature = sign(schedule["secret"], body, int(time.time()))
+    assert schedule["webhook_url"].startswith(stack.url)
+    hooked = httpx.post(
+        schedule["webhook_url"],
+        content=body,
+        headers={HEADER: signature, "Content-Type": "application/json"},
+    )
+    assert hooked.status_code == 202, hooked.text
+    assert settled(api, hooked.json()["id"])["status"] == "done"
+    replayed = httpx.post(schedule["webhook_url"], content=body, headers={HEADER: signature})
+    assert replayed.status_code == 409

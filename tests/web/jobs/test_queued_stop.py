@@ -221,6 +221,9 @@ async def test_a_queued_run_stopped_ends_as_a_run_stopped_before_its_first_word_
     abort, finish = ran[-2:]
     queued_abort, queued_finish = stopped.frames[-2:]
     assert queued_abort["reason"] == abort["reason"] == REASON
+    # The same result, but for the model it called: a queued run never asked one.
+    called = {"model": "demo/echo", "response_model": ""}
+    assert {key: finish["result"].pop(key) for key in called} == called
     assert queued_finish["result"] == finish["result"]
     assert set(queued_finish["context"]) == set(finish["context"])
     rows = {

@@ -3,6 +3,7 @@ MCP SDK's client reaching the app in process (over ASGI)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import httpx2
@@ -18,9 +19,15 @@ from agents.runs import run_manager
 from orkestrel.asgi import application
 from tests.web.api.conftest import alice, bob, fast_passwords, fresh_throttle  # noqa: F401
 
+from .transport import StreamingASGITransport
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "http://testserver/mcp"
+# No request of a test waits longer for its answer (the SDK raises then), nor its teardown
+# for the door and the runs to end: a test fails, it never hangs.
+REQUEST_SECONDS = 60.0
+TEARDOWN_SECONDS = 30.0
 
 
 @pytest.fixture
@@ -51,8 +58,9 @@ def bob_key(bob, key_of) -> str:  # noqa: F811 - bob is the imported fixture
 @pytest.fixture
 async def mcp(alice_key: str) -> AsyncIterator[Callable[..., Client]]:
     """``mcp(key=alice_key, mode="auto", elicitation=None)``: the SDK's client for ``/mcp``,
-    its HTTP going to the app in process; ``mode="legacy"`` speaks the revision before
-    2026-07-28 (the ``initialize`` handshake)."""
+    its HTTP going to the app in process (streamed, so a request the server sends during a
+    call reaches the client); ``mode="legacy"`` speaks the revision before 2026-07-28 (the
+    ``initialize`` handshake)."""
     clients: list[httpx2.AsyncClient] = []
 
     def make(
@@ -63,16 +71,22 @@ async def mcp(alice_key: str) -> AsyncIterator[Callable[..., Client]]:
     ) -> Client:
         headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
         http = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=application),
+            transport=StreamingASGITransport(application),
             base_url=f"http://{host}",
             headers=headers,
         )
         clients.append(http)
         transport = streamable_http_client(f"http://{host}/mcp", http_client=http)
-        return Client(transport, mode=mode, elicitation_callback=elicitation)
+        return Client(
+            transport,
+            mode=mode,
+            elicitation_callback=elicitation,
+            read_timeout_seconds=REQUEST_SECONDS,
+        )
 
     yield make
-    await mcp_door.stop()
-    for http in clients:
-        await http.aclose()
-    await run_manager.quiet()
+    async with asyncio.timeout(TEARDOWN_SECONDS):
+        await mcp_door.stop()
+        for http in clients:
+            await http.aclose()
+        await run_manager.quiet()

@@ -32,4 +32,5 @@ def command_row(program: str, argv: list[str], **fields) -> ToolRow:
 
 def manager_for(row: ToolRow, context=None, sandbox: Sandbox | None = None) -> ToolManager:
     tool = build_command_tool(row, context or tool_context(), sandbox=sandbox)
-    return ToolManager(guard_tool(tool, timeout=guard_timeout(row.timeout)))
+    # As ``toolset.build_tool`` guards it: the command bounds its own time (an asked one too).
+    return ToolManager(guard_tool(tool, timeout=guard_timeout(row.timeout), asked=False))

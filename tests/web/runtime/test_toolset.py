@@ -32,19 +32,24 @@ def registry() -> ToolRegistry:
     return registry
 
 
-def test_register_builtins_registers_the_five_builtins_with_their_schemas(registry):
+def test_register_builtins_registers_the_six_builtins_with_their_schemas(registry):
     assert registry.names() == (
         "workspace",
         "conversation_search",
         "http_fetch",
         "skills",
         "delegate",
+        "ask_user",
     )
     entry = registry.get("http_fetch")
     assert (entry.safe, entry.parameters["required"]) == (True, ["url"])
     assert registry.get("workspace").safe is False
     assert registry.get("conversation_search").safe is False
     assert registry.get("skills").safe is True
+    assert (registry.get("ask_user").safe, registry.get("ask_user").parameters["required"]) == (
+        True,
+        ["question"],
+    )
 
 
 def test_enabled_rows_become_tools_and_disabled_or_unknown_ones_are_skipped(registry, caplog):

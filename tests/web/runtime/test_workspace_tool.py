@@ -397,6 +397,7 @@ def test_the_tool_advertises_a_flat_operation_schema_whose_safety_is_per_call(co
         "move",
         "remove",
         "switch",
+        "list_workspaces",
     ]
     assert all(spec.get("type") != "object" for spec in properties.values())
 
@@ -417,6 +418,7 @@ def test_the_tool_advertises_a_flat_operation_schema_whose_safety_is_per_call(co
         ("move", False),
         ("remove", False),
         ("switch", False),
+        ("list_workspaces", True),
         (None, False),
         (["read"], False),
     ],

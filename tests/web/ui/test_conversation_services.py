@@ -62,6 +62,7 @@ def test_state_has_the_documented_shape(alice, default_profile, add_message):
         "images_count",
         "thinking",
         "thinking_ms",
+        "documents",
     }
     assert user["html"] == "<p>Hi <strong>there</strong></p>\n"
     assert user["images_count"] == 1 and user["calls"] is None and user["tool_call_id"] is None

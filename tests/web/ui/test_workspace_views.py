@@ -143,7 +143,7 @@ def test_disguised_files_are_rejected_and_nothing_is_stored(
 
 def test_a_text_file_over_one_megabyte_is_rejected(alice_client, conversation):
     response = upload(alice_client, conversation, "big.txt", b"a" * (MAX_TEXT_BYTES + 1))
-    assert response.status_code == 400
+    assert response.status_code == 413
     assert "too large" in response.json()["error"]
     assert not WorkspaceFile.objects.exists()
 
@@ -153,7 +153,7 @@ def test_an_image_over_the_configured_limit_is_rejected(alice_client, conversati
     image = png_bytes(width=200, height=50)
     assert len(image) > 64
     response = upload(alice_client, conversation, "big.png", image, "image/png")
-    assert response.status_code == 400
+    assert response.status_code == 413
     assert "too large" in response.json()["error"]
     assert not WorkspaceFile.objects.exists()
 

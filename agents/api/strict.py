@@ -1,0 +1,48 @@
+"""JSON bodies taken as the schema types them, not as DRF coerces form posts.
+
+DRF's fields read a form's strings: a ``BooleanField`` takes ``0`` and ``"yes"``, a
+``CharField`` turns ``0`` into ``"0"``, a related slug reads ``""`` as none. The schema
+promises a JSON boolean, a string, a non-empty slug; a JSON body that sends otherwise is a
+``400`` naming the field, as the schema says (multipart and form bodies keep DRF's reading).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from django.http import QueryDict
+from rest_framework import serializers
+from rest_framework.relations import RelatedField
+
+__all__ = ["StrictJson"]
+
+
+def _problem(field: serializers.Field[Any, Any, Any, Any], value: object) -> str | None:
+    """Why ``value`` is not of ``field``'s JSON type (``None``: it is)."""
+    if isinstance(field, serializers.BooleanField) and not isinstance(value, bool):
+        return "Must be a boolean (true or false)."
+    if isinstance(field, serializers.CharField) and not isinstance(value, str):
+        return "Must be a string."
+    if isinstance(field, RelatedField) and value == "":
+        return "This field may not be blank."
+    return None
+
+
+class StrictJson:
+    """A request serializer's mixin (first in its bases): a JSON body's fields must have the
+    JSON type their schema gives (``null`` is the field's own to allow or refuse)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping) and not isinstance(data, QueryDict):
+            fields = cast("serializers.Serializer[Any]", self).fields
+            errors = {
+                name: [problem]
+                for name, field in fields.items()
+                if not field.read_only
+                and data.get(name) is not None
+                and (problem := _problem(field, data[name])) is not None
+            }
+            if errors:
+                raise serializers.ValidationError(errors)
+        return cast(Any, super()).to_internal_value(data)

@@ -1,0 +1,57 @@
+"""What schemathesis found: requests the schema refuses are refused (a JSON ``0`` for a boolean
+or a string, a blank profile, a ``wait`` that is no boolean, a blank filter or event id), and
+``OPTIONS`` on any operation answers rather than failing."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.management.commands.bootstrap import ensure_demo_profile
+from agents.models import ApiKey
+from conversations.models import Conversation, Run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def conversation(alice) -> Conversation:
+    ensure_demo_profile()
+    return Conversation.objects.create(owner=alice, title="Trip")
+
+
+def assert_field_error(response, field: str) -> None:
+    assert response.status_code == 400, response.content
+    assert field in response.json()["errors"], response.json()
+
+
+def test_json_bodies_are_read_with_their_schema_types(api, conversation):
+    url = f"/api/conversations/{conversation.pk}/"
+    assert_field_error(api.patch(url, {"archived": 0}, format="json"), "archived")
+    assert_field_error(api.patch(url, {"title": 0}, format="json"), "title")
+    assert_field_error(api.post("/api/conversations/", {"profile": ""}, format="json"), "profile")
+    assert_field_error(api.post("/api/keys/", {"name": 0}, format="json"), "name")
+    conversation.refresh_from_db()
+    assert (conversation.title, conversation.archived) == ("Trip", False)
+    assert Conversation.objects.count() == 1 and ApiKey.objects.count() == 1
+
+
+def test_a_wait_that_is_no_boolean_is_refused_before_anything_is_sent(api, conversation):
+    sent = api.post(
+        f"/api/conversations/{conversation.pk}/messages/?wait=null",
+        {"content": "hi"},
+        format="json",
+    )
+    assert_field_error(sent, "wait")
+    assert not conversation.messages.exists()
+
+
+def test_blank_run_filters_and_event_ids_are_refused(api, conversation):
+    assert_field_error(api.get("/api/runs/?status="), "status")
+    run = Run.objects.create(conversation=conversation, status="done")
+    assert_field_error(api.get(f"/api/runs/{run.pk}/events/", HTTP_LAST_EVENT_ID=""), "after")
+
+
+def test_options_describes_operations_without_a_serializer(api, conversation):
+    run = Run.objects.create(conversation=conversation, status="done")
+    answered = api.options(f"/api/runs/{run.pk}/cancel/")
+    assert answered.status_code == 200 and "actions" not in answered.json()
