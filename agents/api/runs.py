@@ -114,6 +114,8 @@ async def answered_body(user: int, conversation_id: str, awaited: Awaited) -> di
     frames = run_service.follow_answer(conversation_id, awaited, idle=HEARTBEAT_SECONDS)
     async for batch in frames:
         for frame in batch or ():
+            if frame.get("run") is None:
+                continue  # a refused start: the message still waits for a run
             run = frame["run"]
             if message is None:
                 message = _taken(frame, awaited)

@@ -30,6 +30,7 @@ from orkestrel.db import in_thread
 from orkestrel.protocol import (
     ApprovalFrame,
     CommittedFrame,
+    ErrorFrame,
     NoticeFrame,
     PendingFrame,
     QuestionFrame,
@@ -362,10 +363,13 @@ class RunManager:
             )
         except (Busy, NothingPending):
             return None  # another start (here or elsewhere) took them, or holds the slot
-        except (TooManyRuns, StartFailed, ModelUnavailable, QuotaExceeded):
+        except (TooManyRuns, StartFailed, ModelUnavailable, QuotaExceeded) as refusal:
+            # The messages stay pending (taken back or sent again later); every follower is
+            # told why nothing answers them, in place of the run that would have.
             logger.warning(
                 "pending messages of %s wait: the next run could not start", conversation_id
             )
+            self.publish(conversation_id, encode(ErrorFrame.refusing(refusal)))
             return None
         # The run took them all: every tab sees the queue empty.
         self.publish(conversation_id, encode(PendingFrame(messages=[], taken=[])))

@@ -64,6 +64,7 @@ __all__ = [
     "owned_run",
     "run_conversation",
     "run_going",
+    "refuse_when_idle",
     "stored_events",
     "finish_run",
     "prepare_run",
@@ -335,6 +336,13 @@ _GOING = Query(
         f"AND {n.column(Run, 'heartbeat', 'r')} >= %s"
     )
 )
+
+
+def refuse_when_idle(conversation_id: str, user_id: int, stale: float) -> None:
+    """With no run going (a message sent now would wait for none), raise the refusal a
+    start would meet now (``ModelUnavailable``...) rather than queue what nothing answers."""
+    if not run_going(conversation_id, stale):
+        load_spec(conversation_id, user_id)
 
 
 def run_going(conversation_id: str, stale: float) -> bool:

@@ -17,7 +17,7 @@ a turn (a ``committed`` user message) or started with them (its ``started`` mess
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -127,9 +127,15 @@ async def follow_runs(
     when the message was queued, to the end of the run that took it. Without ``awaited`` it
     never ends: the caller stops reading."""
     wake = asyncio.Event()
+    # A refused start from pending messages (an ``error`` frame of no run): the follower is
+    # told while it waits for the run that did not come (the messages stay pending).
+    refusals: list[dict[str, Any]] = []
 
     async def woken(frame: dict[str, Any]) -> None:
         if frame.get("type") == "started":
+            wake.set()
+        elif frame.get("type") == "error" and frame.get("run") is None:
+            refusals.append(frame)
             wake.set()
 
     unsubscribe = service.manager.subscribe(conversation_id, woken)
@@ -140,11 +146,17 @@ async def follow_runs(
         at_start = False
         while True:
             if run is None:
-                found = await _next(service, conversation_id, floor, wake, idle, awaited)
+                found = await _next(
+                    service, conversation_id, floor, wake, idle, awaited, lambda: bool(refusals)
+                )
+                told, refusals[:] = list(refusals), []
+                if told:
+                    yield told
                 if found is None:
                     return  # the awaited message was taken back: no run answers it
                 if isinstance(found, _Quiet):
-                    yield None
+                    if not told:
+                        yield None
                     continue
                 run, seq = found, 0
                 # A run that started after the message was queued takes it with the others.
@@ -184,9 +196,11 @@ async def _next(
     wake: asyncio.Event,
     idle: float,
     awaited: Awaited | None,
+    refused: Callable[[], bool],
 ) -> int | _Quiet | None:
     """The run after ``after``, once it exists; ``_Quiet`` after ``idle`` seconds without
-    one; ``None`` when the awaited message is gone with no run after to have taken it."""
+    one, or as soon as ``refused`` (a start was refused); ``None`` when the awaited message
+    is gone with no run after to have taken it."""
     loop = asyncio.get_running_loop()
     quiet = loop.time() + idle
     while True:
@@ -198,7 +212,7 @@ async def _next(
             # Taken back, or taken by a run that has just started: look once more.
             return await in_thread(next_run)(conversation_id, after)
         left = quiet - loop.time()
-        if left <= 0:
+        if left <= 0 or refused():
             return _Quiet()
         try:
             await asyncio.wait_for(wake.wait(), min(left, LOOK_SECONDS))

@@ -44,6 +44,7 @@ from orkestrel.protocol import (
 from ..runtime.arguments import check_arguments
 from ..runtime.overrides import RunOverrides
 from ..runtime.skills import Activation, activate_skills
+from ..runtime.spec import ModelUnavailable
 from ..runtime.summarizer import CompactionFailed
 from .active import ActiveRun
 from .commands import Compact, Continue, LoadSkill, Say
@@ -57,8 +58,10 @@ from .records import (
     ConversationSeed,
     RunRecord,
     owned_run,
+    refuse_when_idle,
     retryable,
     run_conversation,
+    run_going,
     stored_events,
 )
 from .sequence import Awaited, Position, follow_runs, slot_run
@@ -190,6 +193,14 @@ class RunService:
                 # Messages wait (behind a run, or left by a failed one): this one goes after
                 # them, and the next run takes them all, in the order they were sent.
                 if text is not None:
+                    if not self.manager.busy(conversation_id):
+                        # None going here: one going elsewhere may still take it, else a
+                        # start's refusal (an unavailable model) answers now, nothing stored.
+                        await in_thread(refuse_when_idle)(
+                            user_id=user_id,
+                            conversation_id=conversation_id,
+                            stale=self.manager.timings.stale,
+                        )
                     return await self._queue(
                         user_id, conversation_id, text, images, nonce, documents
                     )
@@ -205,6 +216,14 @@ class RunService:
                         nonce=nonce,
                     )
                 except Busy:
+                    return await self._queue(
+                        user_id, conversation_id, text, images, nonce, documents
+                    )
+                except ModelUnavailable:
+                    # A run going in another process may still finish: the message waits for
+                    # it (refused at the next start, to every follower); none going, refused.
+                    if not await in_thread(run_going)(conversation_id, self.manager.timings.stale):
+                        raise
                     return await self._queue(
                         user_id, conversation_id, text, images, nonce, documents
                     )

@@ -9,6 +9,7 @@ critical, and nothing is logged to the console or blocked by the Content-Securit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -166,7 +167,7 @@ def test_models_and_scope_columns_are_edited_as_lists(
 ) -> None:
     page = operator
     page.goto(url("providerendpoint", "change", rows["endpoint"]))
-    models = page.get_by_role("textbox", name="Models", exact=True)
+    models = page.get_by_role("textbox", name=re.compile(r"^Models:?$"))
     expect(models).to_have_value(f"{MODEL}\nfake-model-mini")
     models.fill(f"{MODEL}\nfake-model-mini\nfake-model-large\n")
     page.locator("input[name=_continue]").click()

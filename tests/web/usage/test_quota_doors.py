@@ -135,7 +135,7 @@ async def test_a_job_start_is_refused_likewise(ada, key):
     assert await sync_to_async(AgentJob.objects.count)() == 0
 
 
-async def test_a_warning_quota_lets_the_run_go_on_and_says_so(ada, key, manager):
+async def test_a_warning_quota_lets_a_rest_run_go_on_and_says_so(ada, key, manager):
     await sync_to_async(used_up)(ada, action="warn")
     conversation = await sync_to_async(Conversation.objects.create)(owner=ada)
     response = await client_for(key[1]).post(
@@ -146,6 +146,13 @@ async def test_a_warning_quota_lets_the_run_go_on_and_says_so(ada, key, manager)
     assert response.status_code == 202
     assert "Your daily quota is used up" in response["X-Quota-Warning"]
     await run_service.wait(response.json()["id"])
+
+
+# Apart from the REST door: the test client's request publishes on the channel layer from a
+# loop of its own, which a socket in this test's loop must not share (channels_redis' locks).
+async def test_a_warning_quota_lets_a_chat_run_go_on_and_says_so(ada, manager):
+    await sync_to_async(used_up)(ada, action="warn")
+    conversation = await sync_to_async(Conversation.objects.create)(owner=ada)
     socket, _ = await connect(ada, conversation)
     await socket.send_json_to({"type": "send", "content": "again"})
     frames = await frames_until(socket, "finish")
