@@ -115,3 +115,22 @@ def test_typing_a_slash_suggests_the_templates_and_the_keyboard_picks_one(
     accepted = alice.locator("#transcript > .msg-user[data-message-id]:not(.is-pending)")
     expect(accepted).to_have_text(re.compile(r"Answer in one line: the plan"))
     expect(alice.get_by_test_id("answer")).to_contain_text("You said: Answer in one line: the plan")
+
+
+def test_enter_in_an_empty_composer_continues_the_conversation_and_adds_no_message(
+    open_context: Any,
+) -> None:
+    # Seed 004's blank send: exactly /continue, at the composer as at the server's doors.
+    page = open_context("alice", viewport={"width": 1280, "height": 800}).new_page()
+    new_chat(page, "Blank Enter")
+    box = page.get_by_test_id("message-input")
+    box.fill("hello")
+    box.press("Enter")
+    wait_until_idle(page, 1)
+    expect(page.locator("#transcript > .msg-assistant")).to_have_count(1)
+    box.fill("   ")
+    box.press("Enter")
+    expect(page.locator("#transcript > .msg-assistant")).to_have_count(2)
+    wait_until_idle(page, 1)
+    expect(page.locator("#transcript > .msg-user")).to_have_count(1)
+    expect(box).to_have_value("")
