@@ -44,24 +44,36 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
 # Browser-package files that run on a worker of their own rather than with the package.
 OWN_GROUP = frozenset(
     {
-        "tests/e2e/test_api_schema.py",
         "tests/e2e/test_crash_mid_run.py",
         "tests/e2e/test_two_processes.py",
     }
 )
+# The browser package's other files are dealt to this many groups, each on one worker with one
+# server and one browser: the package is the suite's largest block, too long for one worker.
+BROWSER_GROUPS = 3
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep what shares expensive fixtures on one xdist worker (``--dist loadgroup``).
 
-    The browser tests share one server and browser per package (a worker that left the package
-    and came back would start both again); every other file keeps its module's fixtures (the
-    Celery workers a module starts) on one worker, and so do the two longest browser-package
-    files, which start servers of their own or hold the shared one for a minute.
+    Every file keeps its module's fixtures (the Celery workers a module starts) on one worker;
+    the browser package's files are dealt, in order, to ``BROWSER_GROUPS`` groups, each sharing
+    one server and browser (a worker that left the package and came back would start both
+    again), and the two files that start servers of their own run apart. ``tryfirst``: xdist
+    reads the groups in its own hook, which would otherwise run before this one.
     """
     if not config.pluginmanager.hasplugin("xdist"):
         return
+    browser_files = sorted(
+        {
+            item.nodeid.split("::", 1)[0]
+            for item in items
+            if item.nodeid.startswith("tests/e2e/")
+            and item.nodeid.split("::", 1)[0] not in OWN_GROUP
+        }
+    )
+    dealt = {path: f"tests/e2e#{i % BROWSER_GROUPS}" for i, path in enumerate(browser_files)}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        browser = path.startswith("tests/e2e/") and path not in OWN_GROUP
-        item.add_marker(pytest.mark.xdist_group("tests/e2e" if browser else path))
+        item.add_marker(pytest.mark.xdist_group(dealt.get(path, path)))

@@ -3,7 +3,8 @@
 ``GET``/``POST /api/schedules/``, ``GET``/``PATCH``/``DELETE /api/schedules/<id>/``: the
 user's own; another user's is a 404. ``POST`` answers 201 with the webhook's ``secret``, its
 only appearance. ``POST /api/schedules/<id>/run/`` starts it now (202, its job);
-``GET /api/schedules/<id>/runs/`` is its history, newest first, each start with its job.
+``GET /api/schedules/<id>/runs/`` is its history, newest first, each start with its job (or
+the error that kept it from starting); a start still in flight is listed once its job is.
 """
 
 from __future__ import annotations
@@ -240,7 +241,12 @@ class ScheduleViewSet(
     @action(detail=True, methods=["get"])
     def runs(self, request: Request, pk: uuid.UUID) -> Response:
         schedule = self.get_object()
-        found = ScheduleRun.objects.filter(schedule=schedule).select_related("job__profile")
+        # A start in flight (its row claimed, its job not yet linked) is not history yet.
+        found = (
+            ScheduleRun.objects.filter(schedule=schedule)
+            .exclude(job__isnull=True, error="")
+            .select_related("job__profile")
+        )
         page = self.paginate_queryset(found)
         return self.get_paginated_response(ScheduleRunSerializer(page, many=True).data)
 

@@ -22,6 +22,7 @@ from drf_spectacular.plumbing import is_list_serializer
 from drf_spectacular.utils import OpenApiResponse
 
 from .examples import BAD_CURSOR, COMMON, PROBLEM, refusals
+from .strict import StrictJson
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -199,6 +200,12 @@ class ApiSchema(AutoSchema):
         key = (type(self.view), action, self.method)
         _QUERY[key] = _QUERY.get(key, frozenset()) | names
         return operation
+
+    def _map_serializer(self, serializer: Any, direction: Any, bypass_extensions: bool = False):
+        mapped: dict[str, Any] = super()._map_serializer(serializer, direction, bypass_extensions)
+        if direction == "request" and isinstance(serializer, StrictJson):
+            mapped["additionalProperties"] = False  # refused by name (``StrictJson``)
+        return mapped
 
     def _get_pagination_parameters(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = super()._get_pagination_parameters()

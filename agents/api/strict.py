@@ -3,7 +3,8 @@
 DRF's fields read a form's strings: a ``BooleanField`` takes ``0`` and ``"yes"``, a
 ``CharField`` turns ``0`` into ``"0"``, a related slug reads ``""`` as none. The schema
 promises a JSON boolean, a string, a non-empty slug; a JSON body that sends otherwise is a
-``400`` naming the field, as the schema says (multipart and form bodies keep DRF's reading).
+``400`` naming the field, as the schema says (multipart and form bodies keep DRF's reading); so
+is a field the operation does not take.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from django.http import QueryDict
 from rest_framework import serializers
 from rest_framework.relations import RelatedField
 
-__all__ = ["StrictJson"]
+__all__ = ["READ_ONLY", "UNKNOWN", "StrictJson"]
+
+UNKNOWN = "Unknown field: this operation does not take it."
+READ_ONLY = "This field is read-only."
 
 
 def _problem(field: serializers.Field[Any, Any, Any, Any], value: object) -> str | None:
@@ -31,7 +35,8 @@ def _problem(field: serializers.Field[Any, Any, Any, Any], value: object) -> str
 
 class StrictJson:
     """A request serializer's mixin (first in its bases): a JSON body's fields must have the
-    JSON type their schema gives (``null`` is the field's own to allow or refuse)."""
+    JSON type their schema gives (``null`` is the field's own to allow or refuse), and a field it
+    does not take is refused by name (its schema says ``additionalProperties: false``)."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping) and not isinstance(data, QueryDict):
@@ -43,6 +48,12 @@ class StrictJson:
                 and data.get(name) is not None
                 and (problem := _problem(field, data[name])) is not None
             }
+            # A misspelt field silently ignored is a setting silently lost: name it instead.
+            errors.update(
+                (str(name), [UNKNOWN if name not in fields else READ_ONLY])
+                for name in data
+                if name not in fields or fields[name].read_only
+            )
             if errors:
                 raise serializers.ValidationError(errors)
         return cast(Any, super()).to_internal_value(data)

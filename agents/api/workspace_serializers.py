@@ -144,7 +144,9 @@ class FileUploadSerializer(serializers.Serializer[Any]):
     file = serializers.FileField(allow_empty_file=True)
 
 
-class _Op(StrictJson, serializers.Serializer[Any]):
+class _Op(serializers.Serializer[Any]):
+    """Only which edit it is (the edit's own serializer reads, and checks, the rest)."""
+
     op = serializers.ChoiceField(choices=["write", "prepend", "append", "replace", "move"])
 
 

@@ -146,9 +146,12 @@ class Relay:
     def forward(self, conversation_id: str, frame: dict[str, Any]) -> None:
         """Queue ``frame`` for the shared layer (sent in batches, never in a socket's way)."""
         self._remote.setdefault(conversation_id, []).append(frame)
-        self._wake.set()
-        if self._sender is None or self._sender.done():
+        sender = self._sender
+        if sender is None or sender.done() or sender.get_loop() is not asyncio.get_running_loop():
+            # An event binds to the loop that first waits on it: a new loop needs a new one.
+            self._wake = asyncio.Event()
             self._sender = spawn(self._send())
+        self._wake.set()
 
     async def _send(self) -> None:
         """Send frames to other processes each tick: one message per listening process, and

@@ -8,7 +8,7 @@
 // frame replace them whole. What comes to wait is brought into view with its first control
 // focused, and announced to screen readers.
 
-import { el, prettyJson } from "./render.js";
+import { el, prettyJson } from "./dom.js";
 
 export class ApprovalPanel {
   /**

@@ -4,7 +4,7 @@
 // switch, saved through the REST API as they change (a refused choice puts the control back).
 // At phone width the settings fold behind one button so the header stays one line.
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 /** @typedef {import("./api.js").ChatApi} ChatApi */
 

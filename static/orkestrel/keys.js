@@ -5,7 +5,7 @@
 // the "new key" box, and nowhere else (a reload lists it by its prefix only). A key's scopes
 // and profiles are chosen when it is made (none ticked among the profiles: every one).
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 const root = document.getElementById("keys");
 const form = /** @type {HTMLFormElement} */ (document.getElementById("key-form"));

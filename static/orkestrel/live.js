@@ -6,20 +6,18 @@
 
 import { MarkdownStream } from "./markdown.js";
 import { ElapsedClock } from "./running.js";
+import { el } from "./dom.js";
 import {
   copyButton,
-  el,
   fillBody,
-  fillToolCard,
   forkButton,
   markItem,
   renderThinking,
-  renderToolCard,
   thinkingLabel,
   thinkingSeconds,
   SOURCES,
-  updateToolDisplay,
 } from "./render.js";
+import { fillToolCard, renderToolCard, updateToolDisplay } from "./tool_cards.js";
 
 export class LiveRun {
   /**

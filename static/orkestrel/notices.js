@@ -4,7 +4,7 @@
 // stack of banners out of view; dismissible. How the answer itself went is the status line's
 // (status.js).
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export class Notices {
   /** @param {HTMLElement} box the (empty) notices element */

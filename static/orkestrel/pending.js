@@ -2,7 +2,7 @@
 // Messages sent while an answer runs: the server holds them for the next run (merged), and
 // every tab lists them here; "Take back to edit" asks for them back into the composer.
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export class PendingBox {
   /**

@@ -4,21 +4,7 @@
 // "command"). A tab that joins mid-call starts the clock from the `state` frame's
 // `run.running[].elapsed`; a command's report carries its own `elapsed`, which corrects it.
 
-/**
- * An element with `className`, `data-testid` and text (render.js imports this module, so it
- * builds its own few nodes rather than import render.js's `el`).
- * @param {string} tag
- * @param {{className?: string, testid?: string, text?: string}} attrs
- * @param {...Node} children
- */
-function node(tag, { className, testid, text }, ...children) {
-  const made = document.createElement(tag);
-  if (className) made.className = className;
-  if (testid) made.dataset.testid = testid;
-  if (text !== undefined) made.textContent = text;
-  made.append(...children);
-  return made;
-}
+import { el } from "./dom.js";
 
 /** Seconds as the card says them: "4 s", "2 min 05 s". */
 export function elapsedText(seconds) {
@@ -32,11 +18,11 @@ export function elapsedText(seconds) {
 export function renderCommandOutput(display) {
   if (!display || display.kind !== "command" || !Array.isArray(display.lines)) return null;
   const text = display.lines.map(String).join("\n");
-  return node(
+  return el(
     "div",
-    { className: "tool-command", testid: "tool-command" },
-    node("span", { className: "tool-part-label", text: "Output so far" }),
-    node("pre", { className: "tool-command-tail", testid: "tool-output-tail", text: text || "(nothing yet)" }),
+    { className: "tool-command", "data-testid": "tool-command" },
+    el("span", { className: "tool-part-label", text: "Output so far" }),
+    el("pre", { className: "tool-command-tail", "data-testid": "tool-output-tail", text: text || "(nothing yet)" }),
   );
 }
 
@@ -65,7 +51,7 @@ export class ElapsedClock {
     if (!head) return;
     let clock = head.querySelector(":scope > .tool-elapsed");
     if (!clock) {
-      clock = node("span", { className: "tool-elapsed", testid: "tool-elapsed" });
+      clock = el("span", { className: "tool-elapsed", "data-testid": "tool-elapsed" });
       head.append(clock);
     }
     const text = elapsedText((Date.now() - since) / 1000);

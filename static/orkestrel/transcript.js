@@ -8,9 +8,8 @@
 import { AnswerModels } from "./answered.js";
 import { copyText } from "./markdown.js";
 import { describeFailure, stopSentence } from "./failures.js";
+import { el } from "./dom.js";
 import {
-  DECISIONS,
-  el,
   fillOriginals,
   markItem,
   renderEarlier,
@@ -19,6 +18,7 @@ import {
   SOURCES,
   transcriptItems,
 } from "./render.js";
+import { DECISIONS } from "./tool_cards.js";
 
 /** @typedef {import("./api.js").ChatApi} ChatApi */
 /** @typedef {{denials: Record<string, any>, failures: Set<string>, displays: Record<string, any>}} Notes */

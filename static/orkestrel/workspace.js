@@ -4,7 +4,7 @@
 // still works without JavaScript, this only keeps the page in place. Below the two-column
 // width the panel is a drawer the header's Files button opens (Esc or Close shuts it).
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 function formatSize(bytes) {
   if (bytes >= 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;

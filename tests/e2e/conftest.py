@@ -25,6 +25,7 @@ import openai
 import pytest
 
 from tests.processes import log_tail, stop_group
+from tests.shell_host import ShellError, ShellHost
 
 from .openai_setup import (
     OPENAI_SETUP_CODE,
@@ -109,9 +110,15 @@ class Server:
     sessions: dict[str, str]  # username -> a logged-in session key
     env: dict[str, str]  # the server's environment (its database)
 
+    host: ShellHost  # one Django process running the tests' snippets
+
     def shell(self, code: str) -> str:
-        """Run ``code`` in ``manage.py shell`` against the server's database; its output."""
-        return _shell(self.env, code)
+        """Run ``code`` as ``manage.py shell -c`` would, against the server's database; its
+        output."""
+        try:
+            return self.host.run(code)
+        except ShellError as error:
+            pytest.fail(f"manage.py shell failed:\n{error}")
 
 
 def _shell(env: dict[str, str], code: str) -> str:
@@ -218,9 +225,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     made = json.loads(_shell(env, SETUP_CODE).strip().splitlines()[-1])
     log = folder / "daphne.log"
     process, url = start_daphne(env, log)
+    host = ShellHost(env)
     try:
-        yield Server(url=url, log=log, cookie=made["cookie"], sessions=made["sessions"], env=env)
+        yield Server(
+            url=url,
+            log=log,
+            cookie=made["cookie"],
+            sessions=made["sessions"],
+            env=env,
+            host=host,
+        )
     finally:
+        host.close()
         stop_group(process)
 
 

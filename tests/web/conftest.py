@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import SyncToAsync
+from channels.layers import channel_layers
 from django.db import connections
 
 from agents.jobs import job_service
@@ -34,6 +35,15 @@ def database_thread_idle() -> Iterator[None]:
     """
     yield
     SyncToAsync.single_thread_executor.submit(lambda: None).result(timeout=60)
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> Iterator[None]:
+    """A channel layer per test: each test has its own event loop, and channels-redis keeps
+    loop-bound locks inside a layer instance."""
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -102,17 +102,6 @@ def scripted_profile(slug: str, **fields) -> AgentProfile:
     return profile
 
 
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    """A channel layer per test: each test has its own event loop, and channels-redis keeps
-    loop-bound locks inside a layer instance."""
-    from channels.layers import channel_layers
-
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
-
-
 @pytest.fixture
 def manager(monkeypatch) -> RunManager:
     """A fresh run manager per test (the process-wide one is a module global)."""

@@ -1,20 +1,17 @@
 """``manage.py create_user``: a user a fresh install can issue keys to, with a password printed
-once or read from standard input; and the README's quickstart lines run as written."""
+once or read from standard input (tests/test_readme_quickstart.py runs the README's lines on a
+fresh install)."""
 
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 pytestmark = pytest.mark.django_db
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)
@@ -82,26 +79,3 @@ def test_an_invalid_username_or_email_is_refused(args, problem):
     with pytest.raises(CommandError, match=problem):
         create(*args)
     assert not get_user_model().objects.exists()
-
-
-def test_on_a_fresh_database_the_quickstart_makes_a_user_then_their_key(tmp_path):
-    """The README's first lines, in a shell, on a database of their own."""
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "SECRET_KEY": "quickstart-test-key-not-for-any-server-0123456789abcdef",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.sqlite3'}",
-    }
-    python = sys.executable
-    migrate = subprocess.run(
-        [python, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, capture_output=True
-    )
-    assert migrate.returncode == 0, migrate.stderr.decode()
-    script = (
-        f"{python} manage.py create_user alice\n"
-        f"KEY=$({python} manage.py create_api_key alice --name laptop | tail -n 1)\n"
-        'echo "$KEY"\n'
-    )
-    ran = subprocess.run(["sh", "-ec", script], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert ran.returncode == 0, ran.stderr
-    key = ran.stdout.strip().splitlines()[-1]
-    assert key.startswith("ork_")

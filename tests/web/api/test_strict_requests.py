@@ -55,3 +55,28 @@ def test_options_describes_operations_without_a_serializer(api, conversation):
     run = Run.objects.create(conversation=conversation, status="done")
     answered = api.options(f"/api/runs/{run.pk}/cancel/")
     assert answered.status_code == 200 and "actions" not in answered.json()
+
+
+def test_a_field_the_operation_does_not_take_is_refused_by_name_and_nothing_changes(
+    api, conversation
+):
+    url = f"/api/conversations/{conversation.pk}/"
+    misspelt = api.patch(url, {"titel": "Holiday"}, format="json")
+    assert_field_error(misspelt, "titel")
+    assert "does not take" in misspelt.json()["errors"]["titel"][0]
+    assert_field_error(api.patch(url, {"title": "Holiday", "id": "x"}, format="json"), "id")
+    made = api.post(
+        "/api/schedules/",
+        {"name": "n", "profile": "demo", "prompt": "p", "cron": "0 8 * * *", "errors": {}},
+        format="json",
+    )
+    assert_field_error(made, "errors")
+    conversation.refresh_from_db()
+    assert conversation.title == "Trip"
+    assert not conversation.owner.schedules.exists()
+
+
+def test_the_schema_says_which_bodies_refuse_other_fields(api):
+    components = api.get("/api/schema/?format=json").json()["components"]["schemas"]
+    assert components["ScheduleRequest"]["additionalProperties"] is False
+    assert components["PatchedConversationUpdateRequest"]["additionalProperties"] is False

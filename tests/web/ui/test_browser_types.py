@@ -22,6 +22,7 @@ CHECKED = (
     "branches.js",
     "chat.js",
     "composer.js",
+    "dom.js",
     "failures.js",
     "header.js",
     "jump.js",
@@ -37,6 +38,7 @@ CHECKED = (
     "slash.js",
     "socket.js",
     "status.js",
+    "tool_cards.js",
     "transcript.js",
     "workspace.js",
 )

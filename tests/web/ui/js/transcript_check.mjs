@@ -1,11 +1,14 @@
 // Checks transcriptItems() of static/orkestrel/render.js under Node: how a `state` frame's
-// tool messages become card results, errors and denials; and progressText(), a delegated
-// child's progress as its card words it. Run by tests/web/ui/test_static.py.
+// tool messages become card results, errors and denials; and progressText() of tool_cards.js
+// beside it, a delegated child's progress as its card words it. Run by
+// tests/web/ui/test_static.py.
 import assert from "node:assert/strict";
 import { pathToFileURL } from "node:url";
 
 // Imported from its file: render.js imports markdown.js and the vendored libraries beside it.
-const { progressText, transcriptItems } = await import(pathToFileURL(process.argv[2]).href);
+const rendering = pathToFileURL(process.argv[2]);
+const { transcriptItems } = await import(rendering.href);
+const { progressText } = await import(new URL("tool_cards.js", rendering).href);
 
 const messages = [
   { id: "u", role: "user", content: "go", calls: null },
