@@ -34,6 +34,7 @@ from orkestrel.protocol import (
     ClientFrame,
     ClientPendingPop,
     ClientRegenerate,
+    ClientRespond,
     ClientResync,
     ClientSelectBranch,
     ClientSend,
@@ -52,6 +53,7 @@ from orkestrel.telemetry.metrics import follower
 
 from .framing import MAX_OUTGOING_BYTES, fitted
 from .runs import RunManager, RunService, is_shared, run_manager
+from .runs.inputs import respond
 from .runs.interruptions import ends_interrupted
 from .runs.questions import answer
 from .runs.service import Compacted
@@ -206,6 +208,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 await self.on_approve(frame)
             case ClientAnswer():
                 await self.on_answer(frame)
+            case ClientRespond():
+                # A refusal (``not_found``, ``invalid_input``) answers this socket only.
+                await respond(
+                    self.service.manager,
+                    user_id=self.user.id,
+                    conversation_id=self.conversation_id,
+                    request_id=frame.id,
+                    action=frame.action,
+                    content=frame.content,
+                )
             case ClientRegenerate():
                 await self.service.regenerate(
                     user_id=self.user.id,

@@ -29,6 +29,7 @@ from orkestrel.refusals import Refusal
 __all__ = [
     "APPROVAL_DECISIONS",
     "CLIENT_FRAMES",
+    "INPUT_ACTIONS",
     "IMAGE_SIGNATURES",
     "MAX_FRAME_BYTES",
     "MAX_IMAGES",
@@ -51,12 +52,20 @@ __all__ = [
     "ClientPendingPop",
     "ClientFrame",
     "ClientResync",
+    "ClientRespond",
     "ClientSend",
     "CommittedFrame",
     "CompactionFrame",
     "ContextPayload",
     "ErrorFrame",
     "ExhaustFrame",
+    "InputAction",
+    "InputFieldKind",
+    "InputFieldPayload",
+    "InputFrame",
+    "InputOptionPayload",
+    "InputRequestPayload",
+    "InputSettledPayload",
     "NoticeFrame",
     "PendingFrame",
     "PendingPayload",
@@ -98,6 +107,7 @@ __all__ = [
     "check_image",
     "check_message",
     "check_message_id",
+    "check_response",
     "context_payload",
     "message_payload",
     "parse_client_frame",
@@ -232,6 +242,8 @@ class RunSnapshot(TypedDict):
     thinking: str
     tools: list[ToolPayload]
     running: list[RunningPayload]
+    # The run's MCP servers' requests for the user's input that wait now (``InputFrame``).
+    inputs: NotRequired[list[InputRequestPayload]]
 
 
 class PendingPayload(TypedDict):
@@ -413,6 +425,69 @@ class QuestionPayload(TypedDict):
     expires: str | None
     answered: str | None
     answered_by: str | None
+
+
+# A server's form (MCP elicitation) has flat fields of these kinds; the user accepts it (with
+# the fields' values), declines it, or cancels (dismisses it without choosing).
+InputFieldKind = Literal["text", "number", "integer", "boolean", "choice", "choices"]
+InputAction = Literal["accept", "decline", "cancel"]
+INPUT_ACTIONS: tuple[InputAction, ...] = ("accept", "decline", "cancel")
+
+
+class InputOptionPayload(TypedDict):
+    """One option of a ``choice`` or ``choices`` field: the ``value`` sent back, the
+    ``label`` shown."""
+
+    value: str
+    label: str
+
+
+class InputFieldPayload(TypedDict):
+    """One field of a server's form, read from its ``requestedSchema``: ``label`` is its
+    title (else its name); the limits are ``None`` where the schema sets none."""
+
+    name: str
+    kind: InputFieldKind
+    label: str
+    description: str
+    required: bool
+    default: Any
+    options: list[InputOptionPayload]
+    # ``text`` only: ``email``, ``uri``, ``date`` or ``date-time``.
+    format: str | None
+    minimum: float | None
+    maximum: float | None
+    min_length: int | None
+    max_length: int | None
+    min_items: int | None
+    max_items: int | None
+
+
+class InputRequestPayload(TypedDict):
+    """An MCP server's request for the user's input, which one of the run's tool calls waits
+    on (elicitation): a form of ``fields`` (``mode`` form), or a ``url`` to open (``mode`` url);
+    ``expires`` is when it is cancelled if nobody answers."""
+
+    id: str
+    run: int
+    conversation: str
+    server: str
+    mode: Literal["form", "url"]
+    message: str
+    fields: list[InputFieldPayload]
+    url: str | None
+    created: str
+    expires: str
+
+
+class InputSettledPayload(TypedDict):
+    """How a request for input ended: ``action`` is what the server was told; ``by`` who
+    settled it: ``user`` (an answer), ``timeout`` (none came in time), ``run`` (the run
+    stopped or ended first)."""
+
+    id: str
+    action: InputAction
+    by: Literal["user", "timeout", "run"]
 
 
 # Every frame of a run carries the run's id and its sequence number (1, 2, ... without gaps);
@@ -704,6 +779,19 @@ class QuestionFrame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InputFrame:
+    """A run's MCP servers ask the user for input, to every tab: the ``requests`` waiting now
+    (each holds one tool call until it is answered), and ``settled``, the one just answered,
+    timed out or withdrawn (``None`` when one was added)."""
+
+    type: Literal["input"] = "input"
+    run: int
+    seq: int
+    requests: list[InputRequestPayload]
+    settled: InputSettledPayload | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillsFrame:
     """The skills active in the conversation (by name, in activation order), to every tab:
     sent when one activates (``/skill name``, or the model's ``skills`` tool)."""
@@ -793,6 +881,7 @@ ServerFrame = (
     | PendingFrame
     | ApprovalFrame
     | QuestionFrame
+    | InputFrame
     | BranchesFrame
     | SkillsFrame
     | ErrorFrame
@@ -822,6 +911,7 @@ SERVER_FRAMES: dict[str, type[ServerFrame]] = {
     "pending": PendingFrame,
     "approval": ApprovalFrame,
     "question": QuestionFrame,
+    "input": InputFrame,
     "branches": BranchesFrame,
     "skills": SkillsFrame,
     "error": ErrorFrame,
@@ -916,6 +1006,17 @@ class ClientAnswer:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClientRespond:
+    """Answer an MCP server's request for input (``id``): accept it (a form's ``content``, its
+    fields' values), decline it, or cancel it (dismissed without choosing)."""
+
+    type: Literal["respond"] = "respond"
+    id: str
+    action: InputAction
+    content: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClientRegenerate:
     """Answer a turn again (``message``: its user message or one of its answer's): a new
     alternative; the earlier answer stays reachable."""
@@ -958,6 +1059,7 @@ ClientFrame = (
     | ClientPendingPop
     | ClientApprove
     | ClientAnswer
+    | ClientRespond
     | ClientRegenerate
     | ClientEdit
     | ClientSelectBranch
@@ -970,6 +1072,7 @@ CLIENT_FRAMES: dict[str, type[ClientFrame]] = {
     "pending_pop": ClientPendingPop,
     "approve": ClientApprove,
     "answer": ClientAnswer,
+    "respond": ClientRespond,
     "regenerate": ClientRegenerate,
     "edit": ClientEdit,
     "select_branch": ClientSelectBranch,
@@ -1121,6 +1224,8 @@ def parse_client_frame(text: str | None, limits: Limits = Limits()) -> ClientFra
         return _approve_frame(data)
     if kind == "answer":
         return _answer_frame(data)
+    if kind == "respond":
+        return _respond_frame(data)
     if kind in ("regenerate", "edit", "select_branch"):
         return _branch_frame(kind, data, limits)
     return ClientResync()
@@ -1166,6 +1271,34 @@ def _answer_frame(data: Mapping[str, Any]) -> ClientAnswer:
     if not isinstance(answer, str) or len(answer) > 10_000 or not encodable(answer):
         raise FrameError("invalid", "answer.answer must be a string of at most 10000 characters")
     return ClientAnswer(id=question, answer=answer)
+
+
+def check_response(
+    action: object, content: object, *, prefix: str = ""
+) -> tuple[InputAction, dict[str, Any] | None]:
+    """Validate an answer to a request for input (the ``respond`` frame, the API's body); the
+    content's fit to the server's form is the run's to check."""
+    if action == "accept" or action == "decline" or action == "cancel":
+        chosen: InputAction = action
+    else:
+        raise FrameError("invalid", f"{prefix}action must be 'accept', 'decline' or 'cancel'")
+    if content is None:
+        return chosen, None
+    if not isinstance(content, dict):
+        raise FrameError("invalid", f"{prefix}content must be a JSON object")
+    if chosen != "accept":
+        raise FrameError("invalid", f"{prefix}content goes with an accept, not a {chosen}")
+    if not encodable(json.dumps(content, ensure_ascii=False)):
+        raise FrameError("invalid", f"{prefix}content holds an unpaired surrogate")
+    return chosen, content
+
+
+def _respond_frame(data: Mapping[str, Any]) -> ClientRespond:
+    request = data.get("id")
+    if not isinstance(request, str) or not 0 < len(request) <= 64 or not encodable(request):
+        raise FrameError("invalid", "respond.id must be a request's id")
+    action, content = check_response(data.get("action"), data.get("content"), prefix="respond.")
+    return ClientRespond(id=request, action=action, content=content)
 
 
 def check_message_id(value: object, name: str, *, blank: bool = False) -> str:

@@ -10,7 +10,8 @@ A new refusal subclasses ``Refusal``, sets both attributes, and every door answe
     ├── agents.runs.errors: Busy (AwaitingApproval), TooManyRuns, StartFailed, ToolClash,
     │   UnknownProfile, UnknownToolCall, NothingToContinue, ProfileForbidden, NotPaused,
     │   NothingPending
-    ├── agents.runtime: NoProfileError, ModelUnavailable, UnknownSkill, CompactionFailed
+    ├── agents.runtime: NoProfileError, ModelUnavailable, UnknownSkill, CompactionFailed,
+    │   NoSuchInput, InputInvalid
     └── conversations: ApprovalRefused, BranchBusy, NoSuchBranch, NotBranchable, ForkBusy,
         PendingFull
 

@@ -295,6 +295,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Named apart from the quotas' ``action``, another enum of that field name.
+    "ENUM_NAME_OVERRIDES": {"InputActionEnum": "orkestrel.protocol.INPUT_ACTIONS"},
 }
 
 # CORS for browser front ends on other origins (django-cors-headers), for the two APIs only:

@@ -30,6 +30,7 @@ from .base import JsonErrors, user_id
 from .dispatch import DatabaseThreadRoutes
 from .errors import Conflict
 from .events import EVENT_STREAM_RESPONSE
+from .run_inputs import RunInputs
 from .serializers import RunSerializer
 from .sse import HEARTBEAT_SECONDS, EventStreamRenderer, event_stream
 
@@ -163,8 +164,9 @@ class RunFilterSerializer(serializers.Serializer[Any]):
     )
 
 
-class RunViewSet(JsonErrors, DatabaseThreadRoutes, viewsets.GenericViewSet[Run]):
-    """Runs of the user's conversations; reading and following one is on the database thread."""
+class RunViewSet(RunInputs, JsonErrors, DatabaseThreadRoutes, viewsets.GenericViewSet[Run]):
+    """Runs of the user's conversations; reading and following one is on the database thread;
+    answering its servers' requests for input (``RunInputs``)."""
 
     lookup_value_regex = "[0-9]+"
     database_thread = frozenset({"retrieve", "events"})

@@ -25,6 +25,7 @@ from orkestrel.telemetry.observer import observe
 
 from ..authority import PolicyAuthority
 from ..runtime.caps import Bounds, Caps
+from ..runtime.mcp_input import DECLINE
 from ..runtime.mcp_tools import McpToolSource
 from ..runtime.progress import ProgressMeter, TextTap
 from ..runtime.providers import provider_for
@@ -69,7 +70,8 @@ class ProfileRegistry(AgentRegistry):
     async def open(self) -> None:
         """Open the profile's MCP servers the job's user may use, before the job runs."""
         servers = await usable_servers(self.spec.config.mcp_servers, self.spec.user_id)
-        self.sources = RunSources(McpToolSource(server) for server in servers)
+        # A job has nobody to ask: a server's request for input is declined at once.
+        self.sources = RunSources(McpToolSource(server, inputs=DECLINE) for server in servers)
         await self.sources.open()
 
     async def close(self) -> None:

@@ -14,6 +14,11 @@ holder (a run's tool source) settles.
 
 A change in the server's tools (``notifications/tools/list_changed`` on the older revisions;
 a ``subscriptions/listen`` event on 2026-07-28) calls ``on_tools_changed``.
+
+A server's request for the user's input (an ``elicitation/create`` request mid-call on the
+older revisions; an input-required result a 2026-07-28 call returns, which the SDK answers and
+retries) goes to ``asker``, the run's; while it waits for the person, the connection's
+requests are off the clock (``RequestClocks``). Without one the SDK refuses such requests.
 """
 
 from __future__ import annotations
@@ -34,21 +39,28 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .clocks import RequestClocks
 from .endpoint import McpEndpoint, OfferedTool
 from .errors import McpError, McpRefused, McpTimeout, McpUnreachable
 from .oauth_refresh import access_token
 from .stdio import StdioProcess
 
-__all__ = ["Listing", "McpConnection"]
+__all__ = ["InputAsker", "Listing", "McpConnection"]
 
 logger = logging.getLogger(__name__)
 
 # A connection nobody used for this long closes itself: a holder that never settles (a session
 # built only to compact, a run cancelled mid-call) must not keep a server's session open.
 IDLE_SECONDS = 60.0
+# How long the older HTTP+SSE transport's stream may stay quiet when the server may be waiting
+# for a person (the run's input bridge bounds that wait; an idle connection closes itself).
+ASKING_QUIET = 3600.0
 # A listing's pages are followed this far (a server paging forever must not hang a run).
 MAX_PAGES = 20
 CLIENT_INFO = types.Implementation(name="orkestrel", version="1")
+
+# Answers a server's request for the user's input (``agents.runtime.mcp_input``).
+InputAsker = Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +77,15 @@ class McpConnection:
     """A lazily opened, closable connection to one server, usable from any task."""
 
     def __init__(
-        self, endpoint: McpEndpoint, on_tools_changed: Callable[[], None] | None = None
+        self,
+        endpoint: McpEndpoint,
+        on_tools_changed: Callable[[], None] | None = None,
+        asker: InputAsker | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.on_tools_changed = on_tools_changed
+        self.asker = asker
+        self._clocks = RequestClocks()
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
@@ -167,9 +184,13 @@ class McpConnection:
         listener: asyncio.Task[None] | None = None
         try:
             async with self._transport() as transport:
+                asking = self.asker is not None
                 client = Client(
                     transport,
-                    read_timeout_seconds=endpoint.call_timeout,
+                    # With a person to ask, ``_bounded`` alone bounds each request: the SDK's
+                    # clock would run on while the server waits for the person.
+                    read_timeout_seconds=None if asking else endpoint.call_timeout,
+                    elicitation_callback=self._elicited if asking else None,
                     message_handler=self._message,
                     client_info=CLIENT_INFO,
                     # Listings are cached per process by ``catalog``, across connections.
@@ -207,7 +228,13 @@ class McpConnection:
             process = self._process = StdioProcess(endpoint)
             yield process.transport()
             return
-        timeout = httpx2.Timeout(endpoint.call_timeout, connect=endpoint.connect_timeout)
+        # A call's stream is quiet while the server waits for the person it asked: with one
+        # to ask, reads are bounded by the call (``_bounded``), not by a gap between bytes.
+        timeout = httpx2.Timeout(
+            endpoint.call_timeout,
+            connect=endpoint.connect_timeout,
+            read=None if self.asker is not None else endpoint.call_timeout,
+        )
         headers = endpoint.request_headers()
         if endpoint.oauth:
             headers["Authorization"] = f"Bearer {await access_token(endpoint)}"
@@ -216,7 +243,8 @@ class McpConnection:
                 endpoint.url,
                 headers=headers,
                 timeout=endpoint.connect_timeout,
-                sse_read_timeout=IDLE_SECONDS * 2,
+                # The stream is quiet while the server waits for the person it asked.
+                sse_read_timeout=IDLE_SECONDS * 2 if self.asker is None else ASKING_QUIET,
                 httpx_client_factory=self._http_client,
             )
             return
@@ -266,6 +294,14 @@ class McpConnection:
 
         return asyncio.create_task(listen(), name=f"mcp-listen:{self.endpoint.name}")
 
+    async def _elicited(
+        self, context: Any, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The server asks the user (mid-call, or in a call's input-required result)."""
+        assert self.asker is not None  # the callback is given only with an asker
+        with self._clocks.paused():
+            return await self.asker(params)
+
     async def _message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._changed()
@@ -284,7 +320,7 @@ class McpConnection:
         """``work`` within the call timeout, its failures as ``McpError``s."""
         self._busy += 1
         try:
-            result: T = await asyncio.wait_for(work, timeout=self.endpoint.call_timeout)
+            result: T = await self._clocks.within(work, self.endpoint.call_timeout)
             return result
         except TimeoutError:
             raise McpTimeout(

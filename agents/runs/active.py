@@ -36,6 +36,9 @@ from orkestrel.protocol import (
     ErrorFrame,
     ExhaustFrame,
     FinishFrame,
+    InputFrame,
+    InputRequestPayload,
+    InputSettledPayload,
     NoticeFrame,
     PendingFrame,
     QuestionFrame,
@@ -212,6 +215,7 @@ class ActiveRun:
             "thinking": self.unclaimed_thinking,
             "tools": list(self.tools),
             "running": self.running.running(asyncio.get_running_loop().time()),
+            "inputs": self.session.inputs.waiting(),
         }
 
     def emit(self, kind: Callable[..., ServerFrame], **fields: Any) -> None:
@@ -332,6 +336,11 @@ class ActiveRun:
             self.running.shown(call.id, report.display)
             self.emit(ToolProgressFrame, call=call.id, display=report.display)
 
+    def _inputs(
+        self, requests: list[InputRequestPayload], settled: InputSettledPayload | None
+    ) -> None:
+        self.emit(InputFrame, requests=requests, settled=settled)
+
     def _answered_by(self, model: str) -> None:
         # The provider's own name for the model that answered (the last turn's wins).
         self.response_model = model
@@ -374,6 +383,8 @@ class ActiveRun:
         session.agent.emitter.on("compact_error", self._compaction_failed)
         session.agent.emitter.on("turn", self._turn_started)
         session.reports.on(self._reported)
+        # A server's request for the user's input reaches every follower as an ``input`` frame.
+        session.inputs.attach(self.run_id, self._inputs)
         lifecycle = self.lifecycle = Lifecycle(self.emit, clock, TEXT_FRAME_CHARS)
         # Between turns, messages sent meanwhile join the run (read once, when it starts).
         inbox = session.agent.scheduler = Inbox(session.agent.scheduler)

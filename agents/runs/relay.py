@@ -5,7 +5,8 @@ batches a run's frames onto the layer each tick (``routes``: one message per lis
 carrying every conversation it follows; the conversation's group while nobody is known to
 listen), publishes deltas only while another process listens (after a probe and a short grace
 period), and answers other processes' requests about its runs: a snapshot (a socket joining
-mid-run), a replay from a sequence number (an SSE follower, ``follow``), a cancel. The
+mid-run), a replay from a sequence number (an SSE follower, ``follow``), a cancel, an answer
+to a server's request for the user's input (``inputs``). The
 follower's half (``Relay.follow``, ``Relay.snapshot``) joins the groups of the conversations
 this process's sockets and streams follow, says it listens, and fans the frames it receives
 out to them locally.
@@ -28,6 +29,7 @@ from orkestrel.protocol import RunSnapshot
 from .active import ActiveRun
 from .fanout import FanOut, spawn
 from .groups import group_name, is_shared, join_group
+from .inputs import RESPOND, answered_here
 from .routes import DELTAS, Routes
 from .timings import RunTimings
 
@@ -324,6 +326,10 @@ class Relay:
             # Without a run: the conversation's stop button (its run is on a worker).
             reason = str(message.get("reason") or "stopped by user")
             self.runs.abort(active.conversation_id, reason)
+        elif kind == RESPOND and isinstance(message.get("reply"), str):
+            answered = answered_here(active, message)
+            if answered is not None:
+                await layer.send(message["reply"], answered)
 
     # -- the follower's half ------------------------------------------------------------------
 

@@ -8,7 +8,9 @@ beside other safe calls) exactly when the server marks it ``readOnlyHint``, unle
 operator overrode it (``McpServer.safety``). The operator's allow-list drops the others.
 A server that takes each user's own token is listed with the run's user's (one listing per
 user); a user who entered none sees its known tools, whose calls ask them to add it. A server
-with resources adds a tool to list and read them (``mcp_resource_tool``).
+with resources adds a tool to list and read them (``mcp_resource_tool``). A server that asks
+the user for input mid-call is answered by ``inputs`` (the run's ``InputBridge``; a job's
+declines); without it, the SDK refuses such requests.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from jsonschema import SchemaError
@@ -30,20 +33,35 @@ from ..mcp.names import tool_name
 from ..mcp.results import payload_of
 from ..validators import default_parameters
 from .arguments import guard_tool
+from .mcp_input import InputAsking
 from .mcp_resource_tool import READ_RESOURCE, resource_tool
 
 __all__ = ["McpToolSource"]
 
 logger = logging.getLogger(__name__)
 
+# A call may ask the user this many times within its backstop (the SDK's cap on a 2026-07-28
+# call's input rounds is 10; each question is bounded by the bridge's own timeout).
+ASKS_PER_CALL = 10
+
 
 class McpToolSource:
     """The tools of one MCP server for one run (or job), over one lazy connection."""
 
-    def __init__(self, endpoint: McpEndpoint, tools_catalog: ToolCatalog = catalog) -> None:
+    def __init__(
+        self,
+        endpoint: McpEndpoint,
+        tools_catalog: ToolCatalog = catalog,
+        inputs: InputAsking | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.catalog = tools_catalog
-        self.connection = McpConnection(endpoint, on_tools_changed=self._announced)
+        self.inputs = inputs
+        self.connection = McpConnection(
+            endpoint,
+            on_tools_changed=self._announced,
+            asker=partial(inputs.ask, endpoint.name) if inputs is not None else None,
+        )
         self._tools: tuple[Tool, ...] = ()
         # The model's name of each tool → the server's own.
         self._names: dict[str, str] = {}
@@ -148,9 +166,13 @@ class McpToolSource:
             # The operator's word first, else the server's hint; unsaid is a write.
             safe=endpoint.safety.get(item.name, item.read_only is True),
         )
+        # The connection bounds its own time; the guard's deadline is a backstop (with room
+        # for the person the server may ask meanwhile).
+        asking = self.inputs.timeout * ASKS_PER_CALL if self.inputs is not None else 0.0
         try:
-            # The connection bounds its own time; the guard's deadline is a backstop.
-            return guard_tool(tool, timeout=endpoint.connect_timeout + endpoint.call_timeout * 2)
+            return guard_tool(
+                tool, timeout=endpoint.connect_timeout + endpoint.call_timeout * 2 + asking
+            )
         except (SchemaError, ValueError) as error:
             logger.warning("%s: tool %r is left out (%s)", self.label, item.name, error)
             return None

@@ -46,6 +46,7 @@ from ..usage.ledger import record
 from .approvals import ApprovalGate
 from .budgets import run_budget
 from .client_tools import ClientToolAuthority, Handoff, client_tool
+from .mcp_input import InputBridge, input_seconds
 from .mcp_tools import McpToolSource
 from .overrides import RunOverrides
 from .providers import provider_for
@@ -122,6 +123,7 @@ class ChatSession:
         tools: RunTools | None = None,
         reports: ToolReports | None = None,
         questions: QuestionBridge | None = None,
+        inputs: InputBridge | None = None,
     ) -> None:
         self.spec = spec
         self.agent = agent
@@ -151,6 +153,10 @@ class ChatSession:
             questions.agent = agent
             questions.then = agent.scheduler
             agent.scheduler = questions
+        # The run's MCP servers' requests for the user's input (shown once a run attaches).
+        self.inputs = inputs or InputBridge(
+            spec.conversation_id, spec.user_id, timeout=input_seconds()
+        )
         self.run_id: int | None = None
         # The API key the run's usage is charged to (its start's), and when it was built.
         self.key: KeyRef | None = None
@@ -299,9 +305,14 @@ class ChatSession:
             reports=reports,
         )
         # The one composition root of a run's tools: the rows, then the MCP servers the
-        # user may use; closed once the run settles (``finish`` or ``error``).
+        # user may use (asking the user through the run's bridge); closed once the run
+        # settles (``finish`` or ``error``), its servers' questions withdrawn first.
+        inputs = InputBridge(spec.conversation_id, spec.user_id, timeout=input_seconds())
+        agent.emitter.on("finish", inputs.close)
+        agent.emitter.on("error", inputs.close)
         sources = RunSources(
-            McpToolSource(server) for server in await usable_servers(spec.mcp_servers, spec.user_id)
+            McpToolSource(server, inputs=inputs)
+            for server in await usable_servers(spec.mcp_servers, spec.user_id)
         )
         await sources.open()
         sources.equip(agent.context, RowTools(spec.tools, context))
@@ -320,6 +331,7 @@ class ChatSession:
             run_tools,
             reports,
             questions=questions,
+            inputs=inputs,
         )
         session.sources = sources
         session.key = key

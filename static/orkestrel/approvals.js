@@ -3,12 +3,15 @@
 // - tool calls waiting for approval, each with its full arguments, answered with an `approve`
 //   frame (Approve, Deny with a reason the model reads, or Approve with edited arguments);
 // - questions the model asked (`ask_user`), answered with an `answer` frame (a choice, or
-//   free text where the question takes it).
-// Every tab shows the same lists: the server's `approval` and `question` frames and the `state`
-// frame replace them whole. What comes to wait is brought into view with its first control
+//   free text where the question takes it);
+// - an MCP server's requests for the user's input (a form, or a page to open: `input_form.js`),
+//   answered with a `respond` frame.
+// Every tab shows the same lists: the server's `approval`, `question` and `input` frames and the
+// `state` frame replace them whole. What comes to wait is brought into view with its first control
 // focused, and announced to screen readers.
 
 import { el, prettyJson } from "./dom.js";
+import { inputItem, showRefusal } from "./input_form.js";
 
 export class ApprovalPanel {
   /**
@@ -21,7 +24,7 @@ export class ApprovalPanel {
     this.box = el("section", {
       className: "approval-box",
       "data-testid": "approval-box",
-      "aria-label": "Waiting for you: tool calls to approve, questions to answer",
+      "aria-label": "Waiting for you: tool calls to approve, questions and forms to answer",
       hidden: true,
     });
     before.before(this.box);
@@ -29,6 +32,10 @@ export class ApprovalPanel {
     this.approvals = [];
     /** @type {any[]} */
     this.questions = [];
+    /** @type {any[]} */
+    this.inputs = [];
+    /** The input request whose answer went out last (a refusal is shown in its form). */
+    this.answering = /** @type {HTMLElement | null} */ (null);
     // Read out when a call comes to wait (the box itself is not a live region: its buttons
     // and fields would be read again on every update).
     this.announcer = el("p", { className: "visually-hidden", "aria-live": "assertive", "data-testid": "approval-announcer" });
@@ -47,18 +54,37 @@ export class ApprovalPanel {
     this.render();
   }
 
+  /** Show the MCP servers' requests for input that wait (`requests`), beside the rest. */
+  showInputs(requests) {
+    this.inputs = requests || [];
+    this.render();
+  }
+
+  /** The server refused the last answer to a request for input (its content did not fit):
+   * its form says why, and its buttons work again. */
+  inputRefused(message) {
+    const item = this.answering;
+    if (!item || !item.isConnected) return false;
+    showRefusal(item, message);
+    for (const button of item.querySelectorAll("button")) button.disabled = false;
+    const first = item.querySelector(".input-form input, .input-form select");
+    if (first instanceof HTMLElement) first.focus();
+    return true;
+  }
+
   /** Lay out what waits. An item already shown keeps its element, so a reason, an answer
    * being typed or arguments being edited survive the update. */
   render() {
     const shown = new Map(Array.from(this.box.children, (item) => [item.dataset.waitKey, item]));
     const waiting = [
-      ...this.approvals.map((approval) => ({ key: `approval:${approval.id}`, approval, question: null })),
-      ...this.questions.map((question) => ({ key: `question:${question.id}`, approval: null, question })),
+      ...this.approvals.map((approval) => ({ key: `approval:${approval.id}`, approval, question: null, input: null })),
+      ...this.questions.map((question) => ({ key: `question:${question.id}`, approval: null, question, input: null })),
+      ...this.inputs.map((input) => ({ key: `input:${input.id}`, approval: null, question: null, input })),
     ];
     const fresh = waiting.filter((entry) => !shown.has(entry.key));
     this.box.replaceChildren(
       ...waiting.map((entry) => {
-        const item = shown.get(entry.key) || (entry.approval ? this.item(entry.approval) : this.questionItem(entry.question));
+        const item = shown.get(entry.key) || this.itemOf(entry);
         item.dataset.waitKey = entry.key;
         return item;
       }),
@@ -67,18 +93,32 @@ export class ApprovalPanel {
     if (fresh.length) this.present(fresh);
   }
 
+  /** A new item for what waits. */
+  itemOf(entry) {
+    if (entry.approval) return this.item(entry.approval);
+    if (entry.question) return this.questionItem(entry.question);
+    return inputItem(entry.input, (item, frame) => {
+      this.answering = item;
+      this.decide(item, frame);
+    });
+  }
+
   /** New things wait: say so, and put the first one's first control where the eye is. */
   present(fresh) {
     const calls = fresh.filter((entry) => entry.approval).map((entry) => entry.approval.tool);
     const asked = fresh.filter((entry) => entry.question).map((entry) => entry.question.question);
+    const inputs = fresh.filter((entry) => entry.input).map((entry) => `${entry.input.server} asks you: ${entry.input.message}`);
     const said = [];
     if (calls.length) said.push(`${calls.length === 1 ? "A tool call waits" : `${calls.length} tool calls wait`} for your approval: ${calls.join(", ")}.`);
     if (asked.length) said.push(`The agent asks you: ${asked.join(" ")}`);
+    said.push(...inputs);
     this.announcer.textContent = said.join(" ");
     const item = this.box.querySelector(`[data-wait-key="${CSS.escape(fresh[0].key)}"]`);
     if (!item) return;
     item.scrollIntoView({ block: "center" });
-    const first = item.querySelector("[data-testid=approval-approve], [data-testid=question-choice], [data-testid=question-text]");
+    const first = item.querySelector(
+      "[data-testid=approval-approve], [data-testid=question-choice], [data-testid=question-text], .input-form input, .input-form select, .input-form button, [data-testid=input-open]",
+    );
     if (first instanceof HTMLElement) first.focus({ preventScroll: true });
   }
 

@@ -160,6 +160,7 @@ class ChatPage {
     this.showPending(state.pending || []);
     this.approvals.show(state.approvals || []);
     this.approvals.showQuestions(state.questions || []);
+    this.approvals.showInputs(state.run?.inputs || []);
     this.meters.usage(state.usage);
     this.meters.context(state.context);
     this.branches.fromState(state, this.streaming());
@@ -346,6 +347,9 @@ class ChatPage {
     question(frame) {
       this.approvals.showQuestions(frame.questions || []);
     },
+    input(frame) {
+      this.approvals.showInputs(frame.requests || []);
+    },
     branches(frame) {
       // The chosen branch changed (here or in another tab): the messages shown did too.
       this.branches.replace(frame.branches);
@@ -406,6 +410,8 @@ class ChatPage {
         this.status.notCompacted(code, frame.message);
         return;
       }
+      // An answer that does not fit a server's form: its form says why, and stays.
+      if (code === "invalid_input" && this.approvals.inputRefused(frame.message)) return;
       if (code === "unknown_skill") this.composer.skillRefused();
       if (APPROVAL_ERRORS.has(code)) this.approvals.released();
       if (code === "run_failed" && frame.run !== undefined && frame.run !== null) {
