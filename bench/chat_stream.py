@@ -265,6 +265,7 @@ FIRST_LOAD = """
   const paint = performance.getEntriesByName("first-contentful-paint")[0];
   return {
     fcp: paint ? paint.startTime : null,
+    ttfb: entries[0].responseStart,
     requests: entries.length,
     transferred: entries.reduce((sum, e) => sum + (e.transferSize || 0), 0),
     decoded: entries.reduce((sum, e) => sum + (e.decodedBodySize || 0), 0),
@@ -315,6 +316,7 @@ def first_loads(opened: Opened, chat: str, loads: int) -> dict[str, Any]:
         "decoded": statistics.median(f["decoded"] for f in figures),
         "gzipped": gzipped_weight(opened.cookie, last["urls"]),
         "fcp": statistics.median(f["fcp"] for f in figures if f["fcp"] is not None),
+        "ttfb": statistics.median(f["ttfb"] for f in figures),
     }
 
 
@@ -474,7 +476,8 @@ def report(app: App, playwright: Any, args: argparse.Namespace) -> None:
         f"{load['transferred'] / 1024:.1f} KiB on the wire, "
         f"{load['decoded'] / 1024:.1f} KiB decoded, "
         f"{load['gzipped'] / 1024:.1f} KiB gzipped; "
-        f"first contentful paint {load['fcp']:.0f} ms (median of {args.loads})"
+        f"first contentful paint {load['fcp']:.0f} ms, the page's first byte {load['ttfb']:.0f} ms "
+        f"(median of {args.loads})"
     )
     if not args.no_stream:
         chat = f"/c/{app.ids[1]}/"
