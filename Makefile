@@ -70,7 +70,7 @@ test: $(VENV)/.dev
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	# Tests open and drop databases: no connection may outlive its test.
-	CONN_MAX_AGE=0 $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	CONN_MAX_AGE=0 $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

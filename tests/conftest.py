@@ -51,6 +51,37 @@ OWN_GROUP = frozenset(
 # The browser package's other files are dealt to this many groups, each on one worker with one
 # server and one browser: the package is the suite's largest block, too long for one worker.
 BROWSER_GROUPS = 3
+# The longest blocks of work, longest first (measured with ``--durations=0``): xdist starts them
+# first, so no worker is left with one of them while the others have nothing to do. (Its own
+# order, by a block's number of tests, would start the Celery files, a few long tests each, last:
+# ``make test`` passes ``--no-loadscope-reorder``.)
+LONGEST_FIRST = (
+    "tests/e2e#",
+    "tests/web/jobs/test_celery_workers.py",
+    "tests/web/api/test_schemathesis.py",
+    "tests/web/jobs/test_celery_runs.py",
+    "tests/e2e/test_crash_mid_run.py",
+    "tests/web/jobs/test_celery_queued_stop.py",
+    "tests/web/agents/test_add_mcp_server.py",
+    "tests/web/jobs/test_celery_delegation.py",
+    "tests/e2e/test_two_processes.py",
+    "tests/web/runtime/test_mcp_tools.py",
+    "tests/test_readme_quickstart.py",
+    "tests/web/jobs/test_celery_progress.py",
+    "tests/web/agents/test_provider_faults.py",
+    "tests/web/jobs/test_celery_telemetry.py",
+    "tests/web/runtime/test_mcp_user_credentials.py",
+    "tests/web/test_settings_deploy.py",
+    "tests/web/test_up.py",
+)
+
+
+def _rank(group: str) -> int:
+    """Where a block starts: the longest first, the rest after them in collection order."""
+    return next(
+        (rank for rank, prefix in enumerate(LONGEST_FIRST) if group.startswith(prefix)),
+        len(LONGEST_FIRST),
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -74,6 +105,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         }
     )
     dealt = {path: f"tests/e2e#{i % BROWSER_GROUPS}" for i, path in enumerate(browser_files)}
+    groups: dict[str, str] = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(dealt.get(path, path)))
+        groups[item.nodeid] = dealt.get(path, path)
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    items.sort(key=lambda item: _rank(groups[item.nodeid]))  # stable: in-file order is kept
