@@ -24,6 +24,7 @@ from typing import Any
 import openai
 import pytest
 
+from tests.migrated import copy_sqlite
 from tests.processes import log_tail, stop_group
 from tests.shell_host import ShellError, ShellHost
 
@@ -143,6 +144,9 @@ def _free_port() -> int:
 
 
 def _server_env(database: Path) -> dict[str, str]:
+    """A server's environment on a new SQLite file at ``database``, already migrated (a copy of
+    the migrated template: ``tests.migrated``)."""
+    copy_sqlite(database)
     env = dict(os.environ)
     env.pop("REDIS_URL", None)  # one process: the in-memory channel layer
     env.update(

@@ -12,18 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from conversations.pending import MAX_PENDING
+from tests.migrated import create_database, drop_database
 from tests.processes import stop_group
 
 from .conftest import SETUP_CODE, _server_env, _shell, start_daphne
@@ -77,19 +75,11 @@ def _postgres_database() -> tuple[str, str] | None:
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith(("postgres://", "postgresql://", "pgsql://")):
         return None
-    parts = urlsplit(base)
-    name = f"orkestrel_two_{uuid.uuid4().hex[:12]}"
-    admin = urlunsplit(("postgresql", parts.netloc, "/postgres", "", ""))
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, "")), name
+    return create_database(base, "orkestrel_two_")
 
 
 def _drop_postgres(name: str) -> None:
-    parts = urlsplit(os.environ["DATABASE_URL"])
-    admin = urlunsplit(("postgresql", parts.netloc, "/postgres", "", ""))
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    drop_database(os.environ["DATABASE_URL"], name)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 import redis
 from kombu import Connection
@@ -37,6 +35,7 @@ from kombu import Connection
 from agents.jobs.service import RUN_JOB
 from agents.schedules import HEADER, sign
 from orkestrel.celery import app as celery_app
+from tests.migrated import create_database, drop_database
 from tests.processes import log_tail, stop_group
 
 BROKER = os.environ.get("CELERY_BROKER_URL", "")
@@ -226,14 +225,11 @@ def _database(folder: Path) -> Iterator[str]:
     if not configured.startswith(("postgres://", "postgresql://")):
         yield f"sqlite:///{folder / 'workers.sqlite3'}"
         return
-    name = f"orkestrel_workers_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(configured, dbname="postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+    url, name = create_database(configured, "orkestrel_workers_")
     try:
-        yield urllib.parse.urlparse(configured)._replace(path=f"/{name}").geturl()
+        yield url
     finally:
-        with psycopg.connect(configured, dbname="postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(configured, name)
 
 
 def _delete_queue(queue: str) -> None:
