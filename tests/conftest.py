@@ -1,9 +1,11 @@
 """Shared test configuration."""
 
 import os
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 from hypothesis import HealthCheck, settings
 
 # CI runs on 2 cores next to PostgreSQL and Redis: keep property tests bounded and deadline-free.
@@ -14,6 +16,32 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("orkestrel")
+
+
+def _flush_by_delete(
+    self: PostgresOperations,
+    style: Any,
+    tables: list[str],
+    *,
+    reset_sequences: bool = False,
+    allow_cascade: bool = False,
+) -> list[str]:
+    """Empty the tables after a test with ``DELETE``, not Django's ``TRUNCATE``.
+
+    ``TRUNCATE`` gives each table new files: about 0.25 s for this schema after every
+    database test that commits (hundreds of them: a sixth of the suite's time on PostgreSQL).
+    The tables hold a test's few rows, which ``DELETE`` removes in milliseconds; Django's
+    foreign keys are deferred, so the order does not matter inside ``flush``'s transaction.
+    """
+    if reset_sequences or not tables:
+        return TRUNCATE(
+            self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+        )
+    return [f"DELETE FROM {self.quote_name(table)};" for table in tables]
+
+
+TRUNCATE = PostgresOperations.sql_flush
+PostgresOperations.sql_flush = _flush_by_delete  # type: ignore[method-assign]
 
 # Redis databases one pytest-xdist worker uses (the channel layer's and the broker's).
 REDIS_DATABASES_PER_WORKER = 2
