@@ -25,6 +25,7 @@ from orkestrel.protocol import FrameError, check_decision
 
 from . import examples
 from .base import JsonErrors, user_id
+from .strict import StrictJson
 
 __all__ = ["ApprovalViewSet"]
 
@@ -69,7 +70,7 @@ class DecidedSerializer(ApprovalSerializer):
     )
 
 
-class DecideSerializer(serializers.Serializer[Any]):
+class DecideSerializer(StrictJson, serializers.Serializer[Any]):
     """A decision on one held call."""
 
     decision = serializers.ChoiceField(choices=["approve", "deny"])

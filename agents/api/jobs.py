@@ -36,6 +36,7 @@ from . import examples
 from .base import JsonErrors, user_id
 from .errors import Conflict
 from .serializers import UsageSerializer
+from .strict import StrictJson
 
 __all__ = ["JobCreateSerializer", "JobSerializer", "JobViewSet", "urlpatterns"]
 
@@ -105,7 +106,7 @@ class UsableProfileField(serializers.SlugRelatedField[AgentProfile]):
         return enabled_profiles(request.user.pk if request is not None else None)
 
 
-class JobCreateSerializer(serializers.Serializer[Any]):
+class JobCreateSerializer(StrictJson, serializers.Serializer[Any]):
     """A job: a profile, the input messages, an optional system prompt and run options.
 
     Omitted options (or ``null``) take the profile's own: its step limit, timeout and

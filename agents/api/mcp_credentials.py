@@ -23,6 +23,7 @@ from ..mcp.credentials import CredentialSlot, credential_slots, enter_credential
 from ..models.mcp import MAX_TOKEN_LENGTH
 from . import examples
 from .base import JsonErrors, user_id
+from .strict import StrictJson
 
 __all__ = [
     "McpCredentialSerializer",
@@ -52,7 +53,7 @@ class McpCredentialSerializer(serializers.Serializer[Any]):
     )
 
 
-class NewMcpCredentialSerializer(serializers.Serializer[Any]):
+class NewMcpCredentialSerializer(StrictJson, serializers.Serializer[Any]):
     """A token to enter (or replace) for a server."""
 
     server = serializers.SlugField(max_length=48, help_text="The MCP server's name.")

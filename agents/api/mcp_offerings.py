@@ -33,6 +33,7 @@ from . import examples
 from .base import JsonErrors
 from .dispatch import Deferred, on_database_thread
 from .errors import PROBLEM, ErrorSerializer
+from .strict import StrictJson
 
 __all__ = ["McpFailed", "McpPromptsView", "McpResourceView", "McpResourcesView", "urlpatterns"]
 
@@ -72,7 +73,7 @@ class PromptListSerializer(serializers.Serializer[Any]):
     unavailable = UnavailableSerializer(many=True)
 
 
-class PromptRequestSerializer(serializers.Serializer[Any]):
+class PromptRequestSerializer(StrictJson, serializers.Serializer[Any]):
     server = serializers.SlugField(max_length=48)
     prompt = serializers.CharField(max_length=200)
     arguments = serializers.DictField(

@@ -22,6 +22,7 @@ from ..runs.questions import answer
 from . import examples
 from .base import JsonErrors, user_id
 from .errors import Conflict
+from .strict import StrictJson
 
 __all__ = ["QuestionViewSet"]
 
@@ -97,7 +98,7 @@ class AnsweredSerializer(QuestionSerializer):
     )
 
 
-class AnswerSerializer(serializers.Serializer[Any]):
+class AnswerSerializer(StrictJson, serializers.Serializer[Any]):
     """An answer: one of the choices, or free text where the question takes it."""
 
     answer = serializers.CharField(max_length=10_000)

@@ -197,22 +197,22 @@ def _value(field: InputFieldPayload, raw: Any) -> Value:
         raise ValueError(f"must be a list of {allowed}")
     if len(set(raw)) != len(raw):
         raise ValueError("lists an option twice")
-    low, high = field["min_items"], field["max_items"]
-    if low is not None and len(raw) < low:
-        raise ValueError(f"needs at least {low} choices")
-    if high is not None and len(raw) > high:
-        raise ValueError(f"takes at most {high} choices")
+    _check_count(len(raw), field["min_items"], field["max_items"], "choices")
     return [str(item) for item in raw]
+
+
+def _check_count(count: int, low: int | None, high: int | None, unit: str) -> None:
+    """``ValueError`` when ``count`` of ``unit`` is outside the bounds the form gives."""
+    if low is not None and count < low:
+        raise ValueError(f"needs at least {low} {unit}")
+    if high is not None and count > high:
+        raise ValueError(f"takes at most {high} {unit}")
 
 
 def _checked_text(field: InputFieldPayload, raw: Any) -> str:
     if not isinstance(raw, str):
         raise ValueError("must be text")
-    low, high = field["min_length"], field["max_length"]
-    if low is not None and len(raw) < low:
-        raise ValueError(f"needs at least {low} characters")
-    if high is not None and len(raw) > high:
-        raise ValueError(f"takes at most {high} characters")
+    _check_count(len(raw), field["min_length"], field["max_length"], "characters")
     shape = field["format"]
     if shape == "email" and not EMAIL.match(raw):
         raise ValueError("must be an email address")

@@ -6,38 +6,23 @@ and an accept reaches the server's tool call. A real SDK server in a subprocess.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
-from agents.mcp.catalog import catalog
 from agents.models import McpServer
 from agents.runs import run_service
 from conversations.models import Conversation
-from tests.mcp_input_server import SCRIPT
-from tests.mcp_server import McpProcess
+from tests.mcp_input_fixtures import asking  # noqa: F401 - a fixture
 from tests.providers.turns import reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def asking(tmp_path: Path) -> Iterator[McpProcess]:
-    catalog.clear()
-    server = McpProcess.start(tmp_path / "mcp.log", env={"MCP_TEST_LEGACY": "1"}, script=SCRIPT)
-    try:
-        yield server
-    finally:
-        server.stop()
-        catalog.clear()
-
-
-@pytest.fixture
-def chat(alice, editor, asking) -> Conversation:
+def chat(alice, editor, asking) -> Conversation:  # noqa: F811 - asking is a fixture
     profile = editor()
     McpServer.objects.create(name="asking", url=asking.url).profiles.add(profile)
     return Conversation.objects.create(owner=alice, title="Booking", profile=profile)

@@ -1,13 +1,14 @@
 """What schemathesis found: requests the schema refuses are refused (a JSON ``0`` for a boolean
-or a string, a blank profile, a ``wait`` that is no boolean, a blank filter or event id), and
-``OPTIONS`` on any operation answers rather than failing."""
+or a string, a blank profile, a ``wait`` that is no boolean, a blank filter or event id, a
+field the operation does not take), and ``OPTIONS`` on any operation answers rather than
+failing."""
 
 from __future__ import annotations
 
 import pytest
 
 from agents.management.commands.bootstrap import ensure_demo_profile
-from agents.models import ApiKey
+from agents.models import AgentJob, ApiKey
 from conversations.models import Conversation, Run
 
 pytestmark = pytest.mark.django_db
@@ -76,7 +77,28 @@ def test_a_field_the_operation_does_not_take_is_refused_by_name_and_nothing_chan
     assert not conversation.owner.schedules.exists()
 
 
-def test_the_schema_says_which_bodies_refuse_other_fields(api):
-    components = api.get("/api/schema/?format=json").json()["components"]["schemas"]
-    assert components["ScheduleRequest"]["additionalProperties"] is False
-    assert components["PatchedConversationUpdateRequest"]["additionalProperties"] is False
+def test_every_json_body_refuses_other_fields_and_the_schema_says_so(api):
+    schema = api.get("/api/schema/?format=json").json()
+    components = schema["components"]["schemas"]
+    loose = []
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is None:
+                continue
+            component = components[body["schema"]["$ref"].rsplit("/", 1)[-1]]
+            if "oneOf" in component:  # a workspace edit: each alternative is its own component
+                continue
+            if component.get("additionalProperties") is not False:
+                loose.append(f"{method.upper()} {path}")
+    assert loose == []
+
+
+def test_a_job_with_a_misspelt_field_is_refused_and_none_is_made(api, conversation):
+    refused = api.post(
+        "/api/jobs/",
+        {"messages": [{"role": "user", "content": "hi"}], "sytem": "Be brief."},
+        format="json",
+    )
+    assert_field_error(refused, "sytem")
+    assert not AgentJob.objects.exists()

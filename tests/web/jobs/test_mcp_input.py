@@ -4,31 +4,16 @@ subprocess, over Streamable HTTP) is declined at once, and the job goes on to it
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
 
 from agents.jobs import JobRequest
-from agents.mcp.catalog import catalog
 from agents.models import AgentProfile, McpServer, ProviderEndpoint
-from tests.mcp_input_server import SCRIPT
-from tests.mcp_server import McpProcess
+from tests.mcp_input_fixtures import asking  # noqa: F401 - a fixture
 from tests.providers.turns import reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def asking(tmp_path: Path) -> Iterator[McpProcess]:
-    catalog.clear()
-    server = McpProcess.start(tmp_path / "mcp.log", env={"MCP_TEST_LEGACY": "1"}, script=SCRIPT)
-    try:
-        yield server
-    finally:
-        server.stop()
-        catalog.clear()
 
 
 @sync_to_async
@@ -40,7 +25,10 @@ def booking_profile(model_url: str, server_url: str) -> AgentProfile:
 
 
 async def test_a_servers_request_for_input_in_a_job_is_declined_and_the_job_goes_on(
-    user, stub, services, asking
+    user,
+    stub,
+    services,
+    asking,  # noqa: F811 - a fixture
 ):
     stub.enqueue(
         reply("openai", calls=[("c1", "asking__book_table", {"restaurant": "Chez Ada"})]),
