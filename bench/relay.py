@@ -54,6 +54,7 @@ from pathlib import Path
 import httpx
 from otlp_sink import Sink, telemetry_env
 from relay_clients import Client, Figures, close, connect, ms, pct, spread
+from start_steps import summarise
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_P99 = 0.050
@@ -533,6 +534,7 @@ def measure(
     ``on_workers``), both scenarios; the processes stopped. ``telemetry``: traces and metrics
     both on (to the sink) or both off."""
     query = f"?conn_max_age={args.conn_max_age}" if args.conn_max_age is not None else ""
+    trace = str(Path(args.start_trace).resolve()) if args.start_trace else ""
     with tempfile.TemporaryDirectory(prefix="relay-") as workdir:
         password = secrets.token_urlsafe(16)
         env = {
@@ -546,6 +548,7 @@ def measure(
             "RELAY_CONVERSATIONS": str(2 + args.conversations),
             # Only the app reads these (the floor has no sampler and no checkpoints).
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
+            "RELAY_START_TRACE": trace if not floor else "",
             "RELAY_CHECKPOINT_SECONDS": str(args.checkpoint or ""),
             "RELAY_DB_PROCESS": str(args.db_process or "") if not floor else "",
             # Only the workers read this (``bench/relay_worker.py``).
@@ -607,6 +610,8 @@ def measure(
                 print(f"\nthe server logged errors: see {kept}")
         if args.profile and not floor:
             print(f"\nserver profile written to {args.profile}")
+        if trace and not floor and Path(trace).exists():
+            print(f"\n{summarise(trace)}")
     return summary
 
 
@@ -657,6 +662,9 @@ def main() -> int:
     )
     what_if = parser.add_argument_group("what-ifs (diagnosis only: they change the server)")
     what_if.add_argument("--checkpoint", type=float, help="override CHECKPOINT_SECONDS")
+    what_if.add_argument(
+        "--start-trace", metavar="FILE", help="time each run start's steps in the app server"
+    )
     what_if.add_argument(
         "--db-process", type=int, help="run a start's database hop in N child processes"
     )

@@ -13,7 +13,8 @@ The swap replaces ``agents.runtime.providers.create_demo_provider``, the one nam
 factories yet (see ``bench/README.md``). Never import this module from the app.
 
 Environment, set by ``bench/relay.py``: ``RELAY_SAMPLE`` (a file: sample every thread's stack
-and write a summary there at exit) and ``RELAY_CHECKPOINT_SECONDS`` (a what-if for diagnosis).
+and write a summary there at exit), ``RELAY_START_TRACE`` (a file: each run start's steps,
+``bench/start_trace.py``) and ``RELAY_CHECKPOINT_SECONDS`` (a what-if for diagnosis).
 """
 
 from __future__ import annotations
@@ -142,5 +143,10 @@ if os.environ.get("RELAY_DB_PROCESS"):
         _pool.submit(int).result()  # started and set up before the first run
 if os.environ.get("RELAY_SAMPLE"):
     sample_stacks(os.environ["RELAY_SAMPLE"])
+if os.environ.get("RELAY_START_TRACE"):
+    # A what-if for diagnosis only (``bench/relay.py --start-trace``): each start's steps timed.
+    from bench.start_trace import install
+
+    install(os.environ["RELAY_START_TRACE"])
 
 from orkestrel.asgi import application  # noqa: E402

@@ -5,18 +5,32 @@ The apps sit above this module; it knows nothing of their models.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connections
 
-__all__ = ["CHUNK", "ascending", "chunked", "in_thread", "owner_pk", "parse_id"]
+__all__ = [
+    "CHUNK",
+    "Lanes",
+    "ascending",
+    "chunked",
+    "in_thread",
+    "owner_pk",
+    "parse_id",
+    "under_sync_caller",
+]
 
 # Well under SQLite's oldest bound-parameter limit (999), so one IN list never overflows it.
 CHUNK = 900
+LANE_PREFIX = "orkestrel-lane"
 
 
 def parse_id(value: object) -> uuid.UUID | None:
@@ -62,6 +76,44 @@ def _tidy_connections() -> None:
         connection.close_if_unusable_or_obsolete()
 
 
+def under_sync_caller() -> bool:
+    """Whether this coroutine runs under a sync caller's ``async_to_sync`` (a sync view, a
+    test): then ``in_thread`` runs its hops on that caller's thread, in its transaction."""
+    return getattr(AsyncToSync.executors, "current", None) is not None
+
+
+def _tidied[**P, R](function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    _tidy_connections()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        _tidy_connections()
+
+
+class Lanes:
+    """A few database threads of their own, beside the database thread, for independent work.
+
+    PostgreSQL serves several connections at once, and each statement is a round trip that
+    leaves the GIL free: work that does not depend on the database thread's (a burst of run
+    starts) can run on several threads, each with its connection, instead of queueing on one.
+    SQLite has one writer: its work stays on the database thread. A lane hands its pooled
+    connection back after each hop (a batch of starts pays one checkout), so nothing holds
+    a connection while idle.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def run[**P, R](self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """``function`` on one of the lanes, in the caller's context."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix=LANE_PREFIX)
+        work: Callable[[], R] = partial(_tidied, function, *args, **kwargs)
+        call = partial(contextvars.copy_context().run, work)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+
 def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """``function`` as a coroutine run on the process's database thread.
 
@@ -74,14 +126,7 @@ def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     Stale or expired connections are closed before and after the call, as channels does.
     """
 
-    def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        _tidy_connections()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _tidy_connections()
-
-    threaded = sync_to_async(call, thread_sensitive=True)
+    threaded = sync_to_async(partial(_tidied, function), thread_sensitive=True)
 
     async def shared(*args: P.args, **kwargs: P.kwargs) -> R:
         # ``None`` is what asgiref reads as "no request context": its shared thread.

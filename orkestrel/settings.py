@@ -181,6 +181,14 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.b
         "max_size": env.int("DATABASE_POOL_MAX", default=20),
         "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
     }
+# Database threads a burst of run starts may use at once (``orkestrel.db.Lanes``): PostgreSQL
+# serves several connections at a time; SQLite has one writer, so its starts stay on the one
+# database thread whatever this says.
+DATABASE_LANES = (
+    env.int("DATABASE_LANES", default=4)
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    else 1
+)
 
 REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:

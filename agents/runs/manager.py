@@ -26,7 +26,8 @@ from conversations.branches import Redo
 from conversations.pending import has_pending
 from orkestrel.core import Message, TokenUsage, mint_id
 from orkestrel.core.documents import Document
-from orkestrel.db import in_thread
+from orkestrel.db import Lanes, in_thread
+from orkestrel.group_commit import GroupCommit
 from orkestrel.protocol import (
     ApprovalFrame,
     CommittedFrame,
@@ -136,6 +137,11 @@ class RunManager:
         # pending): by conversation, until it ends, for ``wait``.
         self._ending: dict[str, asyncio.Task[None]] = {}
         self._starting: set[str] = set()
+        # Starts arriving together share one database hop and transaction (a burst's starts
+        # would otherwise queue one by one on the database thread).
+        self.starts = GroupCommit(
+            lanes=Lanes(settings.DATABASE_LANES) if settings.DATABASE_LANES > 1 else None
+        )
         # Frames of this process's runs reach other processes through the relay; frames of
         # runs held elsewhere reach this process's subscribers through the same fan-out.
         self._fanout = FanOut(
@@ -248,7 +254,8 @@ class RunManager:
             # A new start is held to the quotas in the same hop, before anything is stored; a
             # run going on (after approvals, or a lost worker's) is not a new start.
             quota = partial(enforce, user_id, key) if resume is None and continues is None else None
-            warnings, prepared = await in_thread(_checked)(
+            warnings, prepared = await self.starts.run(
+                _checked,
                 quota,
                 prepare,
                 conversation_id,

@@ -184,8 +184,8 @@ class RunService:
         run left still wait goes after them, and its run takes them all. An identical
         submission right after the previous one is ignored (``Repeat``: nothing stored,
         nothing run)."""
-        match await in_thread(read_submission)(
-            user_id, conversation_id, content, images, documents
+        match await self.manager.starts.run(
+            read_submission, user_id, conversation_id, content, images, documents
         ):
             case Repeat() as repeat:
                 return repeat
