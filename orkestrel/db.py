@@ -11,9 +11,10 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from functools import cache, partial
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connections
 
@@ -25,6 +26,7 @@ __all__ = [
     "in_thread",
     "owner_pk",
     "parse_id",
+    "shared_lanes",
     "under_sync_caller",
 ]
 
@@ -112,6 +114,14 @@ class Lanes:
         work: Callable[[], R] = partial(_tidied, function, *args, **kwargs)
         call = partial(contextvars.copy_context().run, work)
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+
+@cache
+def shared_lanes() -> Lanes | None:
+    """The process's lanes (``DATABASE_LANES`` threads), or ``None`` where there is one (SQLite:
+    its work stays on the database thread)."""
+    threads: int = settings.DATABASE_LANES
+    return Lanes(threads) if threads > 1 else None
 
 
 def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:

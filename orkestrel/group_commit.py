@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
@@ -36,7 +37,10 @@ class _Piece:
     future: asyncio.Future[Any]
 
 
-def _together(pieces: list[_Piece]) -> list[tuple[bool, Any]]:
+Outcomes = list[tuple[bool, Any]]
+
+
+def _together(pieces: list[_Piece]) -> Outcomes:
     """Run ``pieces`` on this thread; each outcome is ``(True, result)`` or ``(False, error)``."""
     if len(pieces) == 1:
         # Alone: exactly the work as written, its own transactions and all.
@@ -45,7 +49,7 @@ def _together(pieces: list[_Piece]) -> list[tuple[bool, Any]]:
             return [(True, piece.context.run(piece.call))]
         except Exception as error:  # noqa: BLE001 - raised again in its caller's task
             return [(False, error)]
-    outcomes: list[tuple[bool, Any]] = []
+    outcomes: Outcomes = []
     with transaction.atomic():
         for piece in pieces:
             try:
@@ -56,54 +60,38 @@ def _together(pieces: list[_Piece]) -> list[tuple[bool, Any]]:
     return outcomes
 
 
-class GroupCommit:
-    """Runs sync database work on the database thread, batched with work that arrives with it."""
+class _Queue:
+    """One event loop's waiting pieces and batches in flight."""
 
-    def __init__(self, limit: int = LIMIT, lanes: Lanes | None = None) -> None:
-        self.limit = limit
-        self.lanes = lanes
-        self._width = lanes.threads if lanes is not None else 1
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._waiting: list[_Piece] = []
-        self._flying = 0  # batches in flight, and batches about to start
-        self._tasks: set[asyncio.Task[None]] = set()
+    def __init__(self, loop: asyncio.AbstractEventLoop, width: int, limit: int) -> None:
+        self.loop, self.width, self.limit = loop, width, limit
+        self.waiting: list[_Piece] = []
+        self.flying = 0  # batches in flight, and batches about to start
+        self.tasks: set[asyncio.Task[None]] = set()
 
-    async def run[**P, R](self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        """``function(*args, **kwargs)`` in the next batch; its result, or its error."""
-        if under_sync_caller():
-            # Its hop belongs on the sync caller's thread, in that caller's transaction.
-            return await in_thread(function)(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            # A new loop (a test's, a restarted server's): nothing of the old one carries over.
-            self._loop, self._waiting, self._flying, self._tasks = loop, [], 0, set()
-        future: asyncio.Future[R] = loop.create_future()
-        call = partial(function, *args, **kwargs)
-        self._waiting.append(_Piece(call, contextvars.copy_context(), future))
-        if self._flying < self._width and len(self._waiting) == 1:
-            self._flying += 1
-            loop.call_soon(self._next)  # what else arrives in this turn joins the batch
-        return await future
+    def add(self, piece: _Piece, hop: Callable[[list[_Piece]], Awaitable[Outcomes]]) -> None:
+        self.waiting.append(piece)
+        if self.flying < self.width and len(self.waiting) == 1:
+            self.flying += 1
+            self.loop.call_soon(self.next, hop)  # what else arrives in this turn joins it
 
-    def _next(self) -> None:
-        batch, self._waiting = self._waiting[: self.limit], self._waiting[self.limit :]
+    def next(self, hop: Callable[[list[_Piece]], Awaitable[Outcomes]]) -> None:
+        batch, self.waiting = self.waiting[: self.limit], self.waiting[self.limit :]
         if not batch:
-            self._flying -= 1
+            self.flying -= 1
             return
-        assert self._loop is not None
-        if self._waiting and self._flying < self._width:
-            self._flying += 1  # more than a batch waits and a lane is free: another batch
-            self._loop.call_soon(self._next)
-        task = self._loop.create_task(self._commit(batch))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if self.waiting and self.flying < self.width:
+            self.flying += 1  # more than a batch waits and a lane is free: another batch
+            self.loop.call_soon(self.next, hop)
+        task = self.loop.create_task(self.commit(batch, hop))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
-    async def _commit(self, batch: list[_Piece]) -> None:
+    async def commit(
+        self, batch: list[_Piece], hop: Callable[[list[_Piece]], Awaitable[Outcomes]]
+    ) -> None:
         try:
-            if self.lanes is not None:
-                outcomes = await self.lanes.run(_together, batch)
-            else:
-                outcomes = await in_thread(_together)(batch)
+            outcomes = await hop(batch)
         except BaseException as error:
             # The transaction itself failed (the connection, the commit): every piece hears it.
             for piece in batch:
@@ -120,4 +108,38 @@ class GroupCommit:
                 else:
                     piece.future.set_exception(value)
         finally:
-            self._next()
+            self.next(hop)
+
+
+class GroupCommit:
+    """Runs sync database work on the database thread, batched with work that arrives with it.
+
+    Each event loop batches its own work (a server's loop, a worker's, a test's).
+    """
+
+    def __init__(self, limit: int = LIMIT, lanes: Lanes | None = None) -> None:
+        self.limit = limit
+        self.lanes = lanes
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def run[**P, R](self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """``function(*args, **kwargs)`` in the next batch; its result, or its error."""
+        if under_sync_caller():
+            # Its hop belongs on the sync caller's thread, in that caller's transaction.
+            return await in_thread(function)(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        if queue is None:
+            width = self.lanes.threads if self.lanes is not None else 1
+            queue = self._queues[loop] = _Queue(loop, width, self.limit)
+        future: asyncio.Future[R] = loop.create_future()
+        call = partial(function, *args, **kwargs)
+        queue.add(_Piece(call, contextvars.copy_context(), future), self._hop)
+        return await future
+
+    async def _hop(self, batch: list[_Piece]) -> Outcomes:
+        if self.lanes is not None:
+            return await self.lanes.run(_together, batch)
+        return await in_thread(_together)(batch)

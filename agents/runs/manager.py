@@ -26,7 +26,7 @@ from conversations.branches import Redo
 from conversations.pending import has_pending
 from orkestrel.core import Message, TokenUsage, mint_id
 from orkestrel.core.documents import Document
-from orkestrel.db import Lanes, in_thread
+from orkestrel.db import in_thread, shared_lanes
 from orkestrel.group_commit import GroupCommit
 from orkestrel.protocol import (
     ApprovalFrame,
@@ -39,7 +39,7 @@ from orkestrel.protocol import (
 )
 
 from ..runtime.overrides import RunOverrides
-from ..runtime.session import ChatSession
+from ..runtime.session import SETTLES, ChatSession
 from ..runtime.spec import LoadedSession, ModelUnavailable
 from ..runtime.summarizer import CompactionFailed, make_summarizer
 from ..runtime.usage import UsageRecorder
@@ -139,9 +139,7 @@ class RunManager:
         self._starting: set[str] = set()
         # Starts arriving together share one database hop and transaction (a burst's starts
         # would otherwise queue one by one on the database thread).
-        self.starts = GroupCommit(
-            lanes=Lanes(settings.DATABASE_LANES) if settings.DATABASE_LANES > 1 else None
-        )
+        self.starts = GroupCommit(lanes=shared_lanes())
         # Frames of this process's runs reach other processes through the relay; frames of
         # runs held elsewhere reach this process's subscribers through the same fan-out.
         self._fanout = FanOut(
@@ -569,7 +567,9 @@ class RunManager:
         """Store a settled run's frames (the end of its task, after its slot was released);
         whether messages wait for the next run (``None``: unknown, the write failed)."""
         try:
-            return await in_thread(close_run)(active.run_id, active.conversation_id, active.frames)
+            return await SETTLES.run(
+                close_run, active.run_id, active.conversation_id, active.frames
+            )
         except Exception:  # noqa: BLE001 - replay from the database is lost, the run is not
             logger.warning("storing the frames of run %s failed", active.run_id, exc_info=True)
             return None

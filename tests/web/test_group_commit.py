@@ -93,14 +93,16 @@ async def test_work_arriving_while_a_batch_runs_goes_in_the_next_one():
     assert len(await in_thread(_names)()) == 5
 
 
-async def test_a_new_event_loop_starts_with_nothing_of_the_old_one():
+async def test_each_event_loop_batches_its_own_work_at_the_same_time():
+    # A server's loop beside a worker's or a sync caller's: neither drops the other's pieces.
     work = GroupCommit()
-    assert (await work.run(_create, "first loop"))[0] == "first loop"
+    mine = asyncio.ensure_future(work.run(_create, "this loop"))
 
     def in_another_loop() -> str:
-        return asyncio.run(work.run(_create, "second loop"))[0]
+        return asyncio.run(work.run(_create, "another loop"))[0]
 
-    assert await asyncio.to_thread(in_another_loop) == "second loop"
+    assert await asyncio.wait_for(asyncio.to_thread(in_another_loop), 30) == "another loop"
+    assert (await asyncio.wait_for(mine, 30))[0] == "this loop"
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one writer: no lanes")
