@@ -24,6 +24,7 @@ __all__ = [
     "ascending",
     "chunked",
     "in_thread",
+    "on_lane",
     "owner_pk",
     "parse_id",
     "shared_lanes",
@@ -104,6 +105,9 @@ class Lanes:
     """
 
     def __init__(self, threads: int) -> None:
+        # Threads, not batches: a transaction shared by starts that arrive together (a group
+        # commit) made each wait for the whole batch to commit, and started runs later on
+        # SQLite and PostgreSQL alike (bench/README.md, "Run starts in a burst").
         self.threads = threads
         self._executor: ThreadPoolExecutor | None = None
 
@@ -122,6 +126,15 @@ def shared_lanes() -> Lanes | None:
     its work stays on the database thread)."""
     threads: int = settings.DATABASE_LANES
     return Lanes(threads) if threads > 1 else None
+
+
+async def on_lane[**P, R](function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``function`` on one of the process's lanes (PostgreSQL), else on the database thread;
+    under a sync caller on that caller's thread (its transaction), as ``in_thread`` does."""
+    lanes = shared_lanes()
+    if lanes is None or under_sync_caller():
+        return await in_thread(function)(*args, **kwargs)
+    return await lanes.run(function, *args, **kwargs)
 
 
 def in_thread[**P, R](function: Callable[P, R]) -> Callable[P, Awaitable[R]]:

@@ -26,8 +26,7 @@ from conversations.branches import Redo
 from conversations.pending import has_pending
 from orkestrel.core import Message, TokenUsage, mint_id
 from orkestrel.core.documents import Document
-from orkestrel.db import in_thread, shared_lanes
-from orkestrel.group_commit import GroupCommit
+from orkestrel.db import in_thread, on_lane
 from orkestrel.protocol import (
     ApprovalFrame,
     CommittedFrame,
@@ -39,7 +38,7 @@ from orkestrel.protocol import (
 )
 
 from ..runtime.overrides import RunOverrides
-from ..runtime.session import SETTLES, ChatSession
+from ..runtime.session import ChatSession
 from ..runtime.spec import LoadedSession, ModelUnavailable
 from ..runtime.summarizer import CompactionFailed, make_summarizer
 from ..runtime.usage import UsageRecorder
@@ -137,9 +136,6 @@ class RunManager:
         # pending): by conversation, until it ends, for ``wait``.
         self._ending: dict[str, asyncio.Task[None]] = {}
         self._starting: set[str] = set()
-        # Starts arriving together share one database hop and transaction (a burst's starts
-        # would otherwise queue one by one on the database thread).
-        self.starts = GroupCommit(lanes=shared_lanes())
         # Frames of this process's runs reach other processes through the relay; frames of
         # runs held elsewhere reach this process's subscribers through the same fan-out.
         self._fanout = FanOut(
@@ -252,7 +248,8 @@ class RunManager:
             # A new start is held to the quotas in the same hop, before anything is stored; a
             # run going on (after approvals, or a lost worker's) is not a new start.
             quota = partial(enforce, user_id, key) if resume is None and continues is None else None
-            warnings, prepared = await self.starts.run(
+            # On PostgreSQL on one of several lanes: a burst's starts do not queue on one thread.
+            warnings, prepared = await on_lane(
                 _checked,
                 quota,
                 prepare,
@@ -567,9 +564,7 @@ class RunManager:
         """Store a settled run's frames (the end of its task, after its slot was released);
         whether messages wait for the next run (``None``: unknown, the write failed)."""
         try:
-            return await SETTLES.run(
-                close_run, active.run_id, active.conversation_id, active.frames
-            )
+            return await in_thread(close_run)(active.run_id, active.conversation_id, active.frames)
         except Exception:  # noqa: BLE001 - replay from the database is lost, the run is not
             logger.warning("storing the frames of run %s failed", active.run_id, exc_info=True)
             return None

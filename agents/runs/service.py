@@ -25,7 +25,7 @@ from conversations.branches import (
 from conversations.pending import queue_pending
 from conversations.taking_back import Taken, pop_pending
 from orkestrel.core.documents import Document
-from orkestrel.db import in_thread
+from orkestrel.db import in_thread, on_lane
 from orkestrel.protocol import (
     ApprovalFrame,
     ApprovalPayload,
@@ -184,9 +184,7 @@ class RunService:
         run left still wait goes after them, and its run takes them all. An identical
         submission right after the previous one is ignored (``Repeat``: nothing stored,
         nothing run)."""
-        match await self.manager.starts.run(
-            read_submission, user_id, conversation_id, content, images, documents
-        ):
+        match await on_lane(read_submission, user_id, conversation_id, content, images, documents):
             case Repeat() as repeat:
                 return repeat
             case AfterPending(content=text):

@@ -33,8 +33,7 @@ from orkestrel.core import (
     AuthorityDecision as Decision,
 )
 from orkestrel.core.dispatch import READ_ONLY_ZONE
-from orkestrel.db import in_thread, shared_lanes
-from orkestrel.group_commit import GroupCommit
+from orkestrel.db import in_thread
 from orkestrel.statements import update
 from workspaces.stores import DjangoWorkspaceStore
 
@@ -67,9 +66,6 @@ __all__ = ["ChatSession"]
 logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
-
-# The settles of runs ending together share one transaction (a run's rows, then its frames).
-SETTLES = GroupCommit(lanes=shared_lanes())
 
 
 @dataclass
@@ -368,7 +364,7 @@ class ChatSession:
             self.decisions.drain_failures(),
             usage,
         )
-        await SETTLES.run(self._commit_rows, changes, then)
+        await in_thread(self._commit_rows)(changes, then)
         return await asyncio.to_thread(after) if after is not None else None
 
     def _commit_rows(self, changes: Changes, then: Callable[[], None] | None) -> None:
