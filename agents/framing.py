@@ -2,9 +2,9 @@
 
 A websocket server drops a message over its limit (Daphne's is 1 MiB, for outgoing messages
 too) without a word: an answer never finishes, a conversation never opens. Text frames are
-split where they are made (``agents.runs.active``); what is left too big here is shrunk (a
-``state`` or ``committed`` frame without its rendered HTML, a ``finish`` without the text its
-token and think frames carried, a ``state`` with fewer of the newest messages) or, failing
+split where they are made (``agents.runs.chunk_frames``); what is left too big here is shrunk
+(a ``state`` or ``committed`` frame without its rendered HTML, a ``finish`` without the text
+its token and think frames carried, a ``state`` with fewer of the newest messages) or, failing
 that, dropped with a WARNING: the gap in ``seq`` makes the client resync, and the ``state`` it
 gets back fits.
 """

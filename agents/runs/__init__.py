@@ -6,7 +6,9 @@ process; through the channel layer to other processes when the layer is shared),
 each finished message at once and checkpoints the in-flight answer every second.
 
 Modules: ``service`` (what front doors call: start, follow, cancel, wait), ``manager`` (the
-runs' lifecycle), ``active`` (one streaming run), ``pacing`` (when its next text frame may
+runs' lifecycle), ``active`` (one streaming run, composed of ``frame_log``: its numbered
+frames, replay and waits; ``chunk_frames``: its chunk stream mapped to frames, with
+``markers`` and ``meter``; ``writes``: what it stores), ``pacing`` (when its next text frame may
 go), ``fanout`` (delivery to this process's sockets), ``relay`` (the owner's half of the
 cross-process relay, and each process's one relay channel), ``routes`` (where a tick's frames
 cross the layer: one message per listening process), ``follow`` (following a run another

@@ -9,7 +9,7 @@ import pytest
 
 from agents.framing import MAX_OUTGOING_BYTES, fitted
 from agents.runs import RunManager
-from agents.runs.active import TEXT_FRAME_CHARS
+from agents.runs.chunk_frames import TEXT_FRAME_CHARS
 from orkestrel.protocol import TokenFrame
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -26,7 +26,7 @@ from channels.testing import WebsocketCommunicator
 from agents.framing import MAX_OUTGOING_BYTES
 from agents.models import AgentProfile, ProviderEndpoint
 from agents.routing import websocket_urlpatterns
-from agents.runs.active import TEXT_FRAME_CHARS
+from agents.runs.chunk_frames import TEXT_FRAME_CHARS
 from conversations.models import Conversation, Message, Run
 from orkestrel.providers.wire import MAX_LINE_BYTES
 from tests.providers.server import Reply, StubServer
