@@ -7,6 +7,7 @@ where it cannot (``apt-get install bubblewrap``; unprivileged user namespaces al
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -109,12 +110,13 @@ async def test_the_project_directory_is_hidden_and_read_only():
 
 
 @pytest.fixture
-def listener() -> Iterator[tuple[int, list[bytes]]]:
-    """A TCP server on loopback recording what each connection sends."""
+def listener() -> Iterator[tuple[int, list[bytes], threading.Event]]:
+    """A TCP server on loopback recording what each connection sends (``arrived`` is set at
+    the first): the sender may be gone before this thread accepts its connection."""
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.1)
     received: list[bytes] = []
-    stop = threading.Event()
+    stop, arrived = threading.Event(), threading.Event()
 
     def serve() -> None:
         while not stop.is_set():
@@ -125,11 +127,12 @@ def listener() -> Iterator[tuple[int, list[bytes]]]:
             with connection:
                 connection.settimeout(2)
                 received.append(connection.recv(100))
+                arrived.set()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield server.getsockname()[1], received
+        yield server.getsockname()[1], received, arrived
     finally:
         stop.set()
         thread.join()
@@ -140,7 +143,7 @@ SEND = ["-c", 'echo hello > "/dev/tcp/127.0.0.1/$1" && echo sent', "bash", "{por
 
 
 async def test_a_command_without_network_cannot_reach_a_loopback_server(listener):
-    port, received = listener
+    port, received, _ = listener
     row = command_row("bash", SEND, parameters=PORT, safe=True)
     result = await call(manager_for(row, sandbox=SANDBOX), "cmd", port=port)
     assert result.value["exit_code"] != 0 and result.value["stdout"] == ""
@@ -149,10 +152,11 @@ async def test_a_command_without_network_cannot_reach_a_loopback_server(listener
 
 
 async def test_a_command_allowed_the_network_reaches_it(listener):
-    port, received = listener
+    port, received, arrived = listener
     row = command_row("bash", SEND, parameters=PORT, safe=True, allow_network=True)
     result = await call(manager_for(row, sandbox=SANDBOX), "cmd", port=port)
     assert result.value["stdout"] == "sent\n" and result.value["exit_code"] == 0
+    assert await asyncio.to_thread(arrived.wait, 10)
     assert received == [b"hello\n"]
 
 
