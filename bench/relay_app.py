@@ -143,10 +143,11 @@ if os.environ.get("RELAY_DB_PROCESS"):
         _pool.submit(int).result()  # started and set up before the first run
 if os.environ.get("RELAY_SAMPLE"):
     sample_stacks(os.environ["RELAY_SAMPLE"])
+from orkestrel.asgi import application  # noqa: E402
+
 if os.environ.get("RELAY_START_TRACE"):
-    # A what-if for diagnosis only (``bench/relay.py --start-trace``): each start's steps timed.
-    from bench.start_trace import install
+    # A what-if for diagnosis only (``--start-trace``): each start's steps timed.
+    from bench.start_trace import http, install
 
     install(os.environ["RELAY_START_TRACE"])
-
-from orkestrel.asgi import application  # noqa: E402
+    application = http(application)

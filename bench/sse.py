@@ -40,6 +40,7 @@ from pathlib import Path
 import relay
 from relay_clients import Client, Figures, ms, pct, spread
 from sse_clients import Stream, close, open_stream
+from start_steps import summarise
 
 TRANSPORTS = ("sse", "websocket")
 # The least a durable run over SSE needs (``--durable``): a transaction per start and per end.
@@ -515,6 +516,9 @@ def main() -> int:
     parser.add_argument("--database-url", default="", help="a scratch database (default: SQLite)")
     parser.add_argument("--profile", metavar="FILE", help="write a sampled server profile")
     parser.add_argument(
+        "--start-trace", metavar="FILE", help="time each run start's steps in the app server"
+    )
+    parser.add_argument(
         "--durable",
         action="store_true",
         help="then scenario 3 over SSE against the durable floor (bench/sse_floor.py): ratios",
@@ -542,6 +546,7 @@ def main() -> int:
                 + ((1 + args.conversations * args.rounds) if args.durable else 0)
             ),
             "RELAY_SAMPLE": str(Path(args.profile).resolve()) if args.profile else "",
+            "RELAY_START_TRACE": str(Path(args.start_trace).resolve()) if args.start_trace else "",
             "RELAY_CHECKPOINT_SECONDS": "",
         }
         relay.manage(env, "migrate", "--noinput")
@@ -570,6 +575,8 @@ def main() -> int:
                 print(f"\nthe server logged errors: see {kept}")
         if args.profile:
             print(f"\nserver profile written to {args.profile}")
+        if args.start_trace and Path(args.start_trace).exists():
+            print(f"\n{summarise(args.start_trace)}")
     return 0 if ok else 1
 
 

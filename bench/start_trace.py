@@ -17,18 +17,20 @@ import contextvars
 import json
 import time
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 from typing import Any
 
 from asgiref.sync import SyncToAsync
 
+from agents.api.conversations import ConversationViewSet
+from agents.api.dispatch import Deferred
 from agents.consumers import ChatConsumer
 from agents.runs import manager as _manager
 from agents.runs import service as _service
 from agents.runs.active import ActiveRun
 from agents.runtime.session import ChatSession
 
-__all__ = ["install"]
+__all__ = ["http", "install"]
 
 Record = dict[str, Any]
 _current: contextvars.ContextVar[Record | None] = contextvars.ContextVar("start", default=None)
@@ -63,6 +65,7 @@ def _census(handler: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _on_thread(original: Callable[..., Any], key: str) -> Callable[..., Any]:
+    @wraps(original)  # a DRF action keeps its routing attributes
     def timed(*args: Any, **kwargs: Any) -> Any:
         record = _current.get()
         began, cpu = time.monotonic(), time.thread_time()
@@ -113,9 +116,41 @@ def install(path: str) -> None:
     SyncToAsync.thread_handler = _census(SyncToAsync.thread_handler)  # type: ignore[method-assign]
     _service.read_submission = _on_thread(_service.read_submission, "read")  # type: ignore[attr-defined]
     _manager._checked = _on_thread(_manager._checked, "checked")  # type: ignore[attr-defined]
+    ConversationViewSet.messages = _on_thread(ConversationViewSet.messages, "view")  # type: ignore[method-assign]
+    Deferred._respond = _on_thread(Deferred._respond, "respond")  # type: ignore[method-assign]
 
     def write() -> None:
         with open(path, "w") as out:
             json.dump({"starts": RECORDS, "hops": HOPS}, out)
 
     atexit.register(write)
+
+
+def http(app: Callable[..., Any]) -> Callable[..., Any]:
+    """``app`` with each ``POST …/messages/`` traced as a start: its arrival, the response's
+    headers and its first body chunk (the view and the answer are timed by ``install``)."""
+
+    async def traced(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        if not scope["path"].endswith("/messages/"):
+            await app(scope, receive, send)
+            return
+        record: Record = {"send": time.monotonic()}
+        RECORDS.append(record)
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                record["headers"] = time.monotonic()
+            elif message["type"] == "http.response.body" and "body" not in record:
+                record["body"] = time.monotonic()
+            await send(message)
+
+        token = _current.set(record)
+        try:
+            await app(scope, receive, sending)
+        finally:
+            _current.reset(token)
+
+    return traced
