@@ -100,8 +100,7 @@ class Lanes:
     leaves the GIL free: work that does not depend on the database thread's (a burst of run
     starts) can run on several threads, each with its connection, instead of queueing on one.
     SQLite has one writer: its work stays on the database thread. A lane hands its pooled
-    connection back after each hop (a batch of starts pays one checkout), so nothing holds
-    a connection while idle.
+    connection back after each hop (one checkout a hop), so no lane holds one while idle.
     """
 
     def __init__(self, threads: int) -> None:
