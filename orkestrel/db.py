@@ -118,6 +118,12 @@ class Lanes:
         call = partial(contextvars.copy_context().run, work)
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
+    def close(self) -> None:
+        """Wait for the work in flight and end the threads; a later ``run`` starts new ones."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
 
 @cache
 def shared_lanes() -> Lanes | None:

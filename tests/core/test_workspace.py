@@ -356,7 +356,9 @@ def test_by_default_a_pattern_has_about_a_second():
     with pytest.raises(WorkspaceError) as caught:
         workspace.replace(CATASTROPHIC, "x", regex=True)
     assert caught.value.code == "PATTERN"
-    assert 1.0 <= time.monotonic() - started < 3.0
+    # Unbounded, the pattern runs for half a minute and more; the engine checks its deadline
+    # (wall clock) at checkpoints, which a machine busy with other work stretches: a loose top.
+    assert 1.0 <= time.monotonic() - started < 10.0
     assert workspace.read("a.txt") == SUBJECT
 
 

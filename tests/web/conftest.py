@@ -14,6 +14,7 @@ from django.db import connections
 from agents.jobs import job_service
 from agents.models import AgentProfile, ProviderEndpoint, Tool
 from conversations.models import Conversation
+from orkestrel.db import shared_lanes
 from tests.providers.server import StubServer
 
 
@@ -35,6 +36,10 @@ def database_thread_idle() -> Iterator[None]:
     """
     yield
     SyncToAsync.single_thread_executor.submit(lambda: None).result(timeout=60)
+    # And for the lanes' (PostgreSQL): a hop still in flight after the test database's pool
+    # is closed, at the end of the session, would open a new pool on it.
+    if (lanes := shared_lanes()) is not None:
+        lanes.close()
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 
 import pytest
 from asgiref.sync import SyncToAsync, async_to_sync
@@ -71,3 +72,23 @@ def test_a_sync_callers_work_runs_on_its_thread_in_its_transaction():
     with transaction.atomic():
         Group.objects.create(name="uncommitted")
         assert async_to_sync(on_lane)(_names) == {"uncommitted"}
+
+
+@POSTGRES
+async def test_closing_the_lanes_waits_for_the_work_in_flight_and_a_later_run_starts_anew():
+    lanes = Lanes(2)
+    entered = threading.Event()
+
+    def slow() -> tuple[str, str, str]:
+        entered.set()
+        time.sleep(0.2)
+        return _create("in flight")
+
+    first = asyncio.ensure_future(lanes.run(slow))
+    assert await asyncio.to_thread(entered.wait, 10)
+    await asyncio.to_thread(lanes.close)
+    # Closed only once the hop in flight had stored its row.
+    assert await in_thread(_names)() == {"in flight"}
+    assert (await first)[0] == "in flight"
+    assert (await lanes.run(_create, "after"))[0] == "after"
+    lanes.close()

@@ -10,6 +10,7 @@ skipped. The test reads only the launcher's output, HTTP and the process table.
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -116,12 +117,18 @@ def alive(group: int) -> bool:
 
 
 def _free_ports() -> int:
-    """A port whose next one is free too (web-1's and web-2's)."""
+    """A port whose next one is free too (web-1's and web-2's), below the ephemeral range.
+
+    Daphne binds them only after the migrations, seconds later: a port the kernel hands out
+    for ``bind(0)`` or an outgoing connection (other tests run alongside) could be taken by
+    then, so the pair comes from below the range the kernel hands out.
+    """
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     while True:
+        port = random.randrange(20000, max(low - 1, 30000))
         with socket.socket() as first, socket.socket() as second:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
             try:
+                first.bind(("127.0.0.1", port))
                 second.bind(("127.0.0.1", port + 1))
             except OSError:
                 continue
