@@ -32,14 +32,24 @@ def _raise(error: Exception) -> Any:
     raise error
 
 
+def _never(result: Any) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Deferred:
     """A handler's answer that first awaits ``work``; ``then`` gets a call that returns its
-    result (or raises its error) and answers as a handler does (errors are DRF's to render)."""
+    result (or raises its error) and answers as a handler does (errors are DRF's to render).
+
+    ``light`` says of a result whether answering it reads and writes nothing in the database
+    (a started run's event stream): that answer is built on the event loop, saving a hop to
+    the database thread, where a burst's starts queue.
+    """
 
     view: APIView
     work: Awaitable[Any]
     then: Callable[[Callable[[], Any]], Any]
+    light: Callable[[Any], bool] = _never
 
     async def resume(self) -> Any:
         try:
@@ -48,6 +58,8 @@ class Deferred:
             outcome = functools.partial(_raise, error)
         else:
             outcome = functools.partial(lambda value: value, result)
+            if self.light(result):
+                return self._respond(outcome)
         return await in_thread(self._respond)(outcome)
 
     def _respond(self, outcome: Callable[[], Any]) -> Any:

@@ -47,7 +47,7 @@ from ..runtime.skills import Activation, activate_skills
 from ..runtime.spec import ModelUnavailable
 from ..runtime.summarizer import CompactionFailed
 from .active import ActiveRun
-from .commands import Compact, Continue, LoadSkill, Say
+from .commands import Command, Compact, Continue, LoadSkill, Say
 from .errors import Busy, NothingPending
 from .follow import follow_remote
 from .groups import is_shared, join_group
@@ -175,6 +175,7 @@ class RunService:
         images: tuple[str, ...] = (),
         nonce: str | None = None,
         documents: tuple[Document, ...] = (),
+        read: Command | Repeat | AfterPending | None = None,
     ) -> RunHandle | Queued | Compacted | Activation | Repeat:
         """What a person submits: a message (trimmed, a prompt template expanded), or a slash
         command (``commands``) done just before its run; ``NothingToContinue`` for
@@ -183,8 +184,13 @@ class RunService:
         (``Queued``): the next run takes it; one sent (or a continue) while messages a failed
         run left still wait goes after them, and its run takes them all. An identical
         submission right after the previous one is ignored (``Repeat``: nothing stored,
-        nothing run)."""
-        match await on_lane(read_submission, user_id, conversation_id, content, images, documents):
+        nothing run). ``read`` is what ``read_submission`` made of it, where the caller read it
+        in a database hop of its own (a REST view), sparing the start a hop."""
+        if read is None:
+            read = await on_lane(
+                read_submission, user_id, conversation_id, content, images, documents
+            )
+        match read:
             case Repeat() as repeat:
                 return repeat
             case AfterPending(content=text):
