@@ -99,12 +99,16 @@ class Dispatched:
 
 
 def _checked(
+    gate: Callable[[], None] | None,
     quota: Callable[[], list[QuotaWarning]] | None,
     prepare: Callable[..., Prepared],
     *args: Any,
     **kwargs: Any,
 ) -> tuple[list[QuotaWarning], Prepared]:
-    """``prepare`` after the quota check (``None``: none for this start), in one hop."""
+    """``prepare`` after the gate (which raises to store nothing) and the quota check
+    (``None``: none for this start), in one hop."""
+    if gate is not None:
+        gate()
     warnings = quota() if quota is not None else []
     return warnings, prepare(*args, **kwargs)
 
@@ -212,6 +216,7 @@ class RunManager:
         resume: int | None = None,
         redo: Redo | None = None,
         continues: int | None = None,
+        gate: Callable[[], None] | None = None,
     ) -> ActiveRun | Dispatched:
         """Persist the user message, then start a run (here, or handed to the workers: then
         ``Dispatched``). Raises ``Busy`` while one runs.
@@ -221,7 +226,8 @@ class RunManager:
         tool results (call id to output) for the calls the conversation waits for; ``resume``
         is a run paused for approvals whose calls are all decided (this run applies them);
         ``redo`` makes the run a new alternative (a regenerated answer, an edited message);
-        ``continues`` is the interrupted run it goes on from (announced to every tab).
+        ``continues`` is the interrupted run it goes on from (announced to every tab); ``gate``
+        runs first in the start's database hop, and an error it raises stores nothing.
         """
         if self.busy(conversation_id):
             raise Busy("a reply is still running in this conversation")
@@ -251,6 +257,7 @@ class RunManager:
             # On PostgreSQL on one of several lanes: a burst's starts do not queue on one thread.
             warnings, prepared = await on_lane(
                 _checked,
+                gate,
                 quota,
                 prepare,
                 conversation_id,

@@ -8,8 +8,9 @@ run manager) and speaks only the protocol's frames.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, assert_never
 
 from channels.layers import get_channel_layer
@@ -65,7 +66,7 @@ from .records import (
     stored_events,
 )
 from .sequence import Awaited, Position, follow_runs, slot_run
-from .submissions import AfterPending, Repeat, read_submission
+from .submissions import AfterPending, Declined, Repeat, read_plain, read_submission
 
 __all__ = [
     "TERMINAL",
@@ -142,6 +143,7 @@ class RunService:
         overrides: RunOverrides | None = None,
         results: Mapping[str, str] | None = None,
         redo: Redo | None = None,
+        gate: Callable[[], None] | None = None,
     ) -> RunHandle:
         """Store the user message durably, then start its run (``Busy`` while one runs).
 
@@ -162,6 +164,7 @@ class RunService:
             overrides=overrides,
             results=results,
             redo=redo,
+            gate=gate,
         )
         message: MessagePayload | None = active.frames[0]["message"]
         return RunHandle(active.run_id, conversation_id, message)
@@ -186,6 +189,17 @@ class RunService:
         submission right after the previous one is ignored (``Repeat``: nothing stored,
         nothing run). ``read`` is what ``read_submission`` made of it, where the caller read it
         in a database hop of its own (a REST view), sparing the start a hop."""
+        if read is None and not self.manager.busy(conversation_id):
+            # The common case, a plain message to an idle conversation, is read and started
+            # in one database hop; anything else (a repeat, a command, messages waiting)
+            # stores nothing there, and what it is decides below.
+            plain = partial(read_plain, user_id, conversation_id, content, images, documents)
+            try:
+                return await self._say(
+                    user_id, conversation_id, content, images, documents, nonce, gate=plain
+                )
+            except Declined as declined:
+                read = declined.read
         if read is None:
             read = await on_lane(
                 read_submission, user_id, conversation_id, content, images, documents
@@ -210,27 +224,7 @@ class RunService:
                     )
                 return await self._continue_pending(user_id, conversation_id, nonce)
             case Say(content=text):
-                try:
-                    return await self.start(
-                        user_id=user_id,
-                        conversation_id=conversation_id,
-                        content=text,
-                        images=images,
-                        documents=documents,
-                        nonce=nonce,
-                    )
-                except Busy:
-                    return await self._queue(
-                        user_id, conversation_id, text, images, nonce, documents
-                    )
-                except ModelUnavailable:
-                    # A run going in another process may still finish: the message waits for
-                    # it (refused at the next start, to every follower); none going, refused.
-                    if not await in_thread(run_going)(conversation_id, self.manager.timings.stale):
-                        raise
-                    return await self._queue(
-                        user_id, conversation_id, text, images, nonce, documents
-                    )
+                return await self._say(user_id, conversation_id, text, images, documents, nonce)
             case Continue():
                 return await self.start(
                     user_id=user_id, conversation_id=conversation_id, content=None, nonce=nonce
@@ -255,6 +249,36 @@ class RunService:
                 return activation
             case unknown:
                 assert_never(unknown)
+
+    async def _say(
+        self,
+        user_id: int,
+        conversation_id: str,
+        text: str,
+        images: tuple[str, ...],
+        documents: tuple[Document, ...],
+        nonce: str | None,
+        gate: Callable[[], None] | None = None,
+    ) -> RunHandle | Queued:
+        """``text``'s run, or, while one runs, ``text`` queued for the next."""
+        try:
+            return await self.start(
+                user_id=user_id,
+                conversation_id=conversation_id,
+                content=text,
+                images=images,
+                documents=documents,
+                nonce=nonce,
+                gate=gate,
+            )
+        except Busy:
+            return await self._queue(user_id, conversation_id, text, images, nonce, documents)
+        except ModelUnavailable:
+            # A run going in another process may still finish: the message waits for it
+            # (refused at the next start, to every follower); none going, refused.
+            if not await in_thread(run_going)(conversation_id, self.manager.timings.stale):
+                raise
+            return await self._queue(user_id, conversation_id, text, images, nonce, documents)
 
     async def _queue(
         self,

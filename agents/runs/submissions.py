@@ -31,7 +31,15 @@ from orkestrel.statements import Names, Query, field_of, prep
 from ..models import PromptTemplate
 from .commands import Command, Continue, Say, interpret
 
-__all__ = ["DOUBLE_SUBMIT_SECONDS", "AfterPending", "Repeat", "find_repeat", "read_submission"]
+__all__ = [
+    "DOUBLE_SUBMIT_SECONDS",
+    "AfterPending",
+    "Declined",
+    "Repeat",
+    "find_repeat",
+    "read_plain",
+    "read_submission",
+]
 
 DOUBLE_SUBMIT_SECONDS = 2.0
 
@@ -83,6 +91,29 @@ def read_submission(
     if latest:
         return AfterPending(command.content if isinstance(command, Say) else None)
     return command
+
+
+class Declined(Exception):
+    """The submission is not the plain message a start was about to store (``read_plain``):
+    ``read`` says what it is."""
+
+    def __init__(self, read: Command | Repeat | AfterPending) -> None:
+        super().__init__("not a plain message")
+        self.read = read
+
+
+def read_plain(
+    user_id: int,
+    conversation_id: str,
+    content: str,
+    images: tuple[str, ...] = (),
+    documents: tuple[Document, ...] = (),
+) -> None:
+    """Nothing, if the submission is ``content`` itself to send (no command, no repeat, no
+    message waiting, nothing to trim or expand); else ``Declined`` with what it is."""
+    read = read_submission(user_id, conversation_id, content, images, documents)
+    if not (isinstance(read, Say) and read.content == content):
+        raise Declined(read)
 
 
 def _latest_sql(
