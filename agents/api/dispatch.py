@@ -6,7 +6,8 @@ to its caller's thread, ``in_thread`` or not): 200 run starts at once were 200 t
 SQLite connections queueing for the write lock. A view wrapped by ``on_database_thread`` is a
 coroutine to Django and runs on the process's one database thread instead, as the websocket's
 hops do; a handler that waits for the run service answers ``Deferred``, so the wait happens on
-the event loop, holding no thread, and the answer is built on the database thread again.
+the event loop, holding no thread, and the answer is built on the database thread again (on
+the loop, where it needs nothing of the database: ``Deferred.light``).
 """
 
 from __future__ import annotations
