@@ -2,12 +2,13 @@
 
 Loaded by ``bench/relay_app.py`` when ``RELAY_START_TRACE`` names a file. It wraps, in the
 server process only, the steps of a websocket ``send`` that starts a run: the consumer's
-``on_send`` (on the loop), the double-submit read (``read_submission``) and the start's
-transaction (``manager._checked``) on the database thread (wall and that thread's CPU), and
-the session build (``ChatSession.from_loaded``) on the loop; ``ActiveRun.started`` marks the
-``started`` frame; every sync hop of the process is counted by the function it ran (count,
-wall, that thread's CPU). At exit it writes one JSON record per start and the hops, which
-``bench/relay.py`` summarises (``bench/start_steps.py``). Never import this module from the app.
+``on_send`` (on the loop), the double-submit read (``read_submission``: a hop of its own, or
+inside the start's or the REST view's) and the start's transaction (``manager._checked``) on
+the database thread (wall and that thread's CPU), and the session build
+(``ChatSession.from_loaded``) on the loop; ``ActiveRun.started`` marks the ``started`` frame;
+every sync hop of the process is counted by the function it ran (count, wall, that thread's
+CPU). At exit it writes one JSON record per start and the hops, which ``bench/relay.py``
+summarises (``bench/start_steps.py``). Never import this module from the app.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync
 
+from agents.api import conversations as _api_conversations
 from agents.api.conversations import ConversationViewSet
 from agents.api.dispatch import Deferred
 from agents.consumers import ChatConsumer
 from agents.runs import manager as _manager
 from agents.runs import service as _service
+from agents.runs import submissions as _submissions
 from agents.runs.active import ActiveRun
 from agents.runtime.session import ChatSession
 
@@ -114,7 +117,10 @@ def install(path: str) -> None:
     ChatSession.from_loaded = classmethod(traced_session)  # type: ignore[method-assign,assignment]
     ActiveRun.started = traced_started  # type: ignore[method-assign]
     SyncToAsync.thread_handler = _census(SyncToAsync.thread_handler)  # type: ignore[method-assign]
+    # The read as a hop of its own, inside the start's hop, inside the REST view's.
     _service.read_submission = _on_thread(_service.read_submission, "read")  # type: ignore[attr-defined]
+    _submissions.read_submission = _on_thread(_submissions.read_submission, "read")  # type: ignore[attr-defined]
+    _api_conversations.read_submission = _on_thread(_api_conversations.read_submission, "read")  # type: ignore[attr-defined]
     _manager._checked = _on_thread(_manager._checked, "checked")  # type: ignore[attr-defined]
     ConversationViewSet.messages = _on_thread(ConversationViewSet.messages, "view")  # type: ignore[method-assign]
     Deferred._respond = _on_thread(Deferred._respond, "respond")  # type: ignore[method-assign]
